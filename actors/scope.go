@@ -1,0 +1,98 @@
+package actors
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolscope/toolscope/internal/core"
+)
+
+// Mutate asks a scope actor to apply one change to its layer. Apply is
+// registry code (never user code): a pure function from the current layer to
+// the next. The actor publishes the result and answers on Reply.
+type Mutate struct {
+	Apply func(cur *core.Layer) (*core.Layer, error)
+	Reply chan error
+}
+
+var replyPool = sync.Pool{New: func() any { return make(chan error, 1) }}
+
+// Handler answers the protobuf read and execute requests a scope's PID
+// receives. It is implemented by the runtime package; the actor calls it on
+// a goroutine of its own, never inside Receive, because answering may run
+// user code (classifiers, hooks, tool bodies).
+type Handler interface {
+	// Handle answers one request message; the reply goes back to the sender.
+	Handle(msg any) any
+}
+
+// scopeActor is the single writer of one scope's layer. Its state lives in
+// the node's published snapshot, not in the actor struct, so a restarted
+// actor carries on where the old one stopped.
+type scopeActor struct {
+	node    *core.Node
+	handler Handler
+	system  *actor.ActorSystem
+}
+
+// ScopeProps returns the props of the actor owning node's layer.
+func ScopeProps(system *actor.ActorSystem, node *core.Node, h Handler) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &scopeActor{node: node, handler: h, system: system}
+	})
+}
+
+// Receive implements actor.Actor.
+func (a *scopeActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Mutate:
+		m.Reply <- a.apply(m)
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		if a.handler == nil {
+			return
+		}
+		sender := ctx.Sender()
+		if sender == nil {
+			return
+		}
+		msg := m
+		go func() {
+			reply := a.handler.Handle(msg)
+			if reply != nil {
+				a.system.Root.Send(sender, reply)
+			}
+		}()
+	}
+}
+
+// apply runs one mutation. It never lets a panic escape: the caller is
+// waiting on Reply, so a failed mutation must still answer.
+func (a *scopeActor) apply(m *Mutate) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("actors: mutation failed: %v", r)
+		}
+	}()
+	cur := a.node.Layer()
+	next, err := m.Apply(cur)
+	if err != nil {
+		return err
+	}
+	if next != nil && next != cur {
+		a.node.Publish(next)
+	}
+	return nil
+}
+
+// Apply sends fn to the scope actor at pid and waits for it to be applied.
+func Apply(system *actor.ActorSystem, pid *actor.PID, fn func(*core.Layer) (*core.Layer, error)) error {
+	ch := replyPool.Get().(chan error)
+	system.Root.Send(pid, &Mutate{Apply: fn, Reply: ch})
+	err := <-ch
+	replyPool.Put(ch)
+	return err
+}
+

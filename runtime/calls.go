@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	
+	"github.com/toolscope/toolscope/internal/jsonv"
+)
+
+// Every user callback is called through one of these: a panic becomes an
+// error (SPEC §0.1), so no panic escapes the registry.
+
+func recovered(err *error) {
+	if p := recover(); p != nil {
+		*err = panicError(p)
+	}
+}
+
+func callPre(h PreExecuteHook, ex Execution, next func() (Decision, error)) (d Decision, err error) {
+	defer recovered(&err)
+	return h(ex, next)
+}
+
+func callAround(h AroundHook, ctx context.Context, ex Execution, next func(context.Context) *Result) (res *Result, err error) {
+	defer recovered(&err)
+	return h(ctx, ex, next)
+}
+
+func callPost(h PostExecuteHook, ex Execution, r *Result, next func() (PostDecision, error)) (d PostDecision, err error) {
+	defer recovered(&err)
+	return h(ex, r, next)
+}
+
+func callObserver(h ResultObserver, ex Execution, r *Result) (err error) {
+	defer recovered(&err)
+	return h(ex, r)
+}
+
+func callFinalizer(f func(Execution, *Result) ([]Block, error), ex Execution, r *Result) (b []Block, err error) {
+	defer recovered(&err)
+	return f(ex, r)
+}
+
+func callGuard(g Guard, ex Execution) (reason string, deny bool, err error) {
+	defer recovered(&err)
+	reason, deny = g(ex)
+	return reason, deny, nil
+}
+
+func callApprover(a Approver, ctx context.Context, req ApprovalRequest) (out ApprovalOutcome, err error) {
+	defer recovered(&err)
+	return a(ctx, req)
+}
+
+func callRender(f func(args, value json.RawMessage) ([]Block, error), args, value []byte) (b []Block, err error) {
+	defer recovered(&err)
+	return f(cloneBytes(args), cloneBytes(value))
+}
+
+func callMeta(f func(args, value json.RawMessage) (any, error), args, value []byte) (m any, err error) {
+	defer recovered(&err)
+	return f(cloneBytes(args), cloneBytes(value))
+}
+
+// callBody runs the body with its own copy of the arguments (R45).
+func callBody(td *toolDef, ctx context.Context, s *execState) (v any, err error) {
+	defer recovered(&err)
+	rc := &RunContext{s: s}
+	v, err = td.def.Execute(ctx, cloneBytes(s.args), rc)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		// Keep the body's bytes out of the result (R62 snapshots it).
+		b, err := jsonv.Encode(raw)
+		if err != nil {
+			return raw, nil // success creation reports it as non-lossless
+		}
+		return canonical(b), nil
+	}
+	return v, nil
+}
+
+func validJSON(b []byte) bool { return jsonv.Valid(b) }
+
+// canonical marks bytes the registry already snapshotted as lossless JSON.
+type canonical []byte

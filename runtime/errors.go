@@ -1,0 +1,92 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors returned by registry methods. Validation failures wrap
+// one of them (test with errors.Is) and carry the SPEC's wording.
+var (
+	// ErrClosed is returned by every method of a registry after Close.
+	ErrClosed = errors.New("runtime: registry closed")
+	// ErrScopeDisposed is returned by mutating methods of a disposed scope
+	// handle or owner group (SPEC R7).
+	ErrScopeDisposed = errors.New("runtime: cannot create effect on inactive context (scope disposed)")
+	// ErrScopeExists is returned by NewScope for a key that is live.
+	ErrScopeExists = errors.New("runtime: scope already exists")
+	// ErrScopeLink is returned when a parent link would be rebound or form a
+	// cycle (SPEC R3).
+	ErrScopeLink = errors.New("runtime: invalid scope link")
+	// ErrInvalidDefinition is wrapped by every Register validation failure
+	// except UNSUPPORTED_SCHEMA, which is a coded *Error.
+	ErrInvalidDefinition = errors.New("runtime: invalid tool definition")
+	// ErrDuplicate is wrapped by the duplicate-name failures of Register
+	// (SPEC R13).
+	ErrDuplicate = errors.New("runtime: duplicate tool")
+	// ErrInvalidRestriction is wrapped by every Restrict validation failure.
+	ErrInvalidRestriction = errors.New("runtime: invalid restriction")
+	// ErrInvalidConfig is returned for an invalid option value, such as a
+	// MaxParallel below 1 (SPEC R91).
+	ErrInvalidConfig = errors.New("runtime: invalid configuration")
+	// ErrNilCallback is returned when a nil function is registered.
+	ErrNilCallback = errors.New("runtime: nil callback")
+)
+
+// Coded is what errors.As finds on a coded error (SPEC §0.3): a value with a
+// stable Name and Code. Tool bodies and hooks may return their own; the
+// registry copies Name and Code into the failure result.
+type Coded interface {
+	error
+	Name() string
+	Code() string
+}
+
+// The codes of SPEC §0.3.
+const (
+	CodeUnknownTool           = "UNKNOWN_TOOL"
+	CodeInvalidArgs           = "INVALID_ARGS"
+	CodeInvalidToolOutput     = "INVALID_TOOL_OUTPUT"
+	CodeAborted               = "ABORTED"
+	CodeAbortedBeforeDispatch = "ABORTED_BEFORE_DISPATCH"
+	CodeToolTimeout           = "TOOL_TIMEOUT"
+	CodeUnsupportedSchema     = "UNSUPPORTED_SCHEMA"
+	CodeOverloaded            = "OVERLOADED"
+	CodeClosed                = "CLOSED"
+)
+
+// The names paired with the codes above (SPEC §0.3).
+const (
+	NameToolNotFound = "ToolNotFoundError"
+	NameToolArgs     = "ToolArgsError"
+	NameToolOutput   = "ToolOutputError"
+	NameAbort        = "AbortError"
+	NameToolTimeout  = "ToolTimeoutError"
+	NameJSONSchema   = "JsonSchemaError"
+	NameOverloaded   = "OverloadedError"
+	NameClosed       = "ClosedError"
+)
+
+// Error is toolscope's coded error. It implements Coded.
+type Error struct {
+	name, code, msg string
+}
+
+// NewError returns a coded error with the given name, code and message.
+func NewError(name, code, message string) *Error {
+	return &Error{name: name, code: code, msg: message}
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.msg }
+
+// Name returns the error's name, e.g. "ToolNotFoundError".
+func (e *Error) Name() string { return e.name }
+
+// Code returns the error's code, e.g. "UNKNOWN_TOOL".
+func (e *Error) Code() string { return e.code }
+
+func unsupportedSchema(violations []string) *Error {
+	return NewError(NameJSONSchema, CodeUnsupportedSchema,
+		"unsupported JSON schema: "+strings.Join(violations, "; "))
+}

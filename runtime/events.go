@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/toolscope/toolscope/messages"
+)
+
+// Execution events (issue 3): every call publishes exactly one
+// ExecutionStarted and one ExecutionFinished on the actor system's event
+// stream. A dispatched call is "started" when its dispatch is admitted; a
+// call that ended before dispatch (denied, aborted, failed) is started and
+// finished together, its start stamped with its entry time.
+
+func (r *Registry) emitStarted(s *execState) {
+	if !r.cfg.events || s.startedSent {
+		return
+	}
+	s.startedSent = true
+	s.startedAt = time.Now().UnixNano()
+	r.system.EventStream.Publish(&messages.ExecutionStarted{
+		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
+		UnixNanos: s.startedAt, TurnId: s.turnID, Group: s.group,
+	})
+}
+
+func (r *Registry) emitFinished(s *execState, res *Result) {
+	if !r.cfg.events {
+		return
+	}
+	if !s.startedSent {
+		s.startedSent = true
+		s.startedAt = s.enteredAt
+		r.system.EventStream.Publish(&messages.ExecutionStarted{
+			CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
+			UnixNanos: s.startedAt, TurnId: s.turnID, Group: s.group,
+		})
+	}
+	code := res.errCode
+	if res.isError && !res.hasInfo {
+		code = messages.OutcomeError
+		if s.denied {
+			code = messages.OutcomeDenied
+		}
+	}
+	r.system.EventStream.Publish(&messages.ExecutionFinished{
+		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
+		StartedUnixNanos: s.startedAt, FinishedUnixNanos: time.Now().UnixNano(),
+		OutcomeCode: code, IsError: res.isError, TurnId: s.turnID, Group: s.group,
+	})
+}
+
+func eventMode(s *execState) messages.ExecutionMode {
+	if !s.classified {
+		return messages.ModeUnspecified
+	}
+	return modeProto(s.mode)
+}
+
+// WithEvents turns the execution events on or off (default on).
+func WithEvents(on bool) Option {
+	return optionFunc(func(c *config) error { c.events = on; return nil })
+}

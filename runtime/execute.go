@@ -1,0 +1,674 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolscope/toolscope/internal/core"
+)
+
+// execState is one execution: the identity every stage shares (R43) and
+// what the body leaves behind (deferred contexts, the turn mark).
+type execState struct {
+	reg    *Registry
+	ctx    context.Context
+	callID string
+	rootID string
+	name   string
+	agent  string
+	parent Token
+	node   *core.Node
+	args   []byte // argument snapshot; nil when it failed (R48)
+
+	finalizer func(Execution, *Result) ([]Block, error)
+
+	mu          sync.Mutex
+	deferred    []Message
+	concluded   atomic.Bool
+	bodyInvoked atomic.Bool
+	running     atomic.Bool // dispatch admitted and not yet released
+	aroundErr   error
+	mode        Mode
+	classified  bool
+	denied      bool
+	turnID      string
+	group       int32
+	enteredAt   int64
+	startedAt   int64
+	startedSent bool
+}
+
+// Execute runs one call in the scope's view through the whole pipeline
+// (SPEC §7). call.Agent is set to the scope's key. It never panics and
+// always returns a result; every failure is a coded or plain failure
+// result.
+func (s *Scope) Execute(ctx context.Context, call Call) *Result {
+	call.Agent = s.node.Key
+	return s.reg.executeOn(ctx, s.viewNode(), call)
+}
+
+// Execute runs one call in the view of call.Agent ("" = global view).
+func (r *Registry) Execute(ctx context.Context, call Call) *Result {
+	return r.executeOn(ctx, r.nodeOf(call.Agent), call)
+}
+
+func (r *Registry) executeOn(ctx context.Context, node *core.Node, call Call) *Result {
+	if ctx == nil {
+		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
+	}
+	if r.closed.Load() {
+		return codedFailure(NameClosed, CodeClosed, "registry closed")
+	}
+	s := r.newExec(ctx, node, call)
+	return r.run(s, scopeGate{r})
+}
+
+func (r *Registry) newExec(ctx context.Context, node *core.Node, call Call) *execState {
+	s := &execState{
+		reg:    r,
+		ctx:    ctx,
+		callID: call.ID,
+		rootID: call.RootID,
+		name:   call.Name,
+		agent:  call.Agent,
+		parent: call.Parent,
+		node:   node,
+	}
+	if s.rootID == "" {
+		s.rootID = s.callID
+	}
+	if r.cfg.events {
+		s.enteredAt = time.Now().UnixNano()
+	}
+	if node == nil {
+		s.agent = ""
+	}
+	// R44: entry capture of the finalizer.
+	if td, ok := r.resolve(node, call.Name); ok {
+		s.finalizer = td.def.FinalizeContent
+	}
+	// R45, R47: one lossless snapshot before any hook.
+	if b, err := encodeJSON(call.Arguments); err == nil {
+		s.args = b
+	}
+	return s
+}
+
+// hooks is the set of hook lists admitted for one call (R85).
+type hooks struct {
+	pre, around, post, result []core.Entry
+}
+
+func (r *Registry) hooksFor(node *core.Node) hooks {
+	chain := core.Load(r.global.node, node)
+	return hooks{
+		pre:    chain.Callbacks(core.KindPre, nil),
+		around: chain.Callbacks(core.KindAround, nil),
+		post:   chain.Callbacks(core.KindPost, nil),
+		result: chain.Callbacks(core.KindResult, nil),
+	}
+}
+
+// gate is the admission of dispatch, supplied by the caller: the scope's
+// supervisor for single calls, the turn scheduler for turns.
+type gate interface {
+	acquire(s *execState) (release func())
+}
+
+// run executes the stages of R49 for s and returns the final result.
+func (r *Registry) run(s *execState, g gate) *Result {
+	h := r.hooksFor(s.node)
+	res := r.pipeline(s, h, g)
+	return r.finish(s, res, h)
+}
+
+// pipeline runs everything before finish and returns the candidate result.
+func (r *Registry) pipeline(s *execState, h hooks, g gate) *Result {
+	res, post := r.gate(s, h)
+	if res == nil {
+		out, final := r.dispatch(s, h, g)
+		if final {
+			return out
+		}
+		return r.complete(s, h, out)
+	}
+	if post {
+		return r.postAndRecheck(s, h, res)
+	}
+	return res
+}
+
+// gate returns nil when the call passed; otherwise the candidate result and
+// whether it is a post result.
+func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
+	// R48: argument failure wins over everything.
+	if s.args == nil {
+		return failureFromMessage("tool execution arguments must be losslessly JSON-serializable", nil), false
+	}
+	// R79: pre-cancelled entry.
+	if s.ctx.Err() != nil {
+		return abortedBeforeDispatch(), false
+	}
+	ex := Execution{s}
+	dec, err := runPre(ex, h.pre)
+	if err != nil {
+		return failureFrom(err), false
+	}
+	switch dec.Kind {
+	case DecisionDeny:
+		return s.deny(dec.Reason), true
+	case DecisionAsk:
+		res, post, allowed := r.approve(s, dec)
+		if !allowed {
+			return res, post
+		}
+	case DecisionAllow:
+	default:
+		return failureFromMessage(fmt.Sprintf("tools/pre-execute returned an unknown decision %d", dec.Kind), nil), false
+	}
+	reason, denied, err := r.evalGuards(s)
+	if err != nil {
+		return failureFrom(err), false
+	}
+	if denied {
+		return s.deny(reason), true
+	}
+	// R56: cancelled while the gate ran.
+	if s.ctx.Err() != nil {
+		return abortedBeforeDispatch(), true
+	}
+	return nil, false
+}
+
+// approve resolves an Ask (R55).
+func (r *Registry) approve(s *execState, dec Decision) (res *Result, post, allowed bool) {
+	ap := r.cfg.approver
+	if ap == nil {
+		reason := dec.Reason
+		if !dec.HasReason {
+			reason = fmt.Sprintf("tool %q requires approval (not yet supported)", s.name)
+		}
+		return s.deny(reason), true, false
+	}
+	if s.agent == "" {
+		return s.deny(fmt.Sprintf("tool %q requires approval, but the call has no agent to route it through", s.name)), true, false
+	}
+	req := ApprovalRequest{Agent: s.agent, Tool: s.name, CallID: s.callID, Reason: dec.Reason, HasReason: dec.HasReason}
+	out, err := callApprover(ap, s.ctx, req)
+	if err != nil {
+		return failureFrom(err), false, false
+	}
+	switch out {
+	case ApprovalAllowedOnce:
+		return nil, false, true
+	case ApprovalRejected:
+		return s.deny(fmt.Sprintf("the user rejected tool %q", s.name)), true, false
+	case ApprovalCancelled:
+		if s.ctx.Err() != nil {
+			return abortedBeforeDispatch(), true, false
+		}
+		return s.deny(fmt.Sprintf("approval for tool %q was cancelled", s.name)), true, false
+	case ApprovalUnavailable:
+		return s.deny(fmt.Sprintf("tool %q requires approval, but no approval channel is available", s.name)), true, false
+	default:
+		return failureFromMessage(fmt.Sprintf("approver returned an unknown outcome %q", string(out)), nil), false, false
+	}
+}
+
+// evalGuards runs the guards of R37 with live iteration per layer (R40).
+func (r *Registry) evalGuards(s *execState) (reason string, denied bool, err error) {
+	ex := Execution{s}
+	check := func(n *core.Node) (string, bool, error) {
+		l := n.Layer()
+		if len(l.List(core.KindGuard)) == 0 {
+			return "", false, nil
+		}
+		gen := l.GuardGen()
+		last := int64(math.MinInt64)
+		for {
+			l = n.Layer()
+			if l.GuardGen() != gen {
+				return "", false, nil
+			}
+			list := l.List(core.KindGuard)
+			i := 0
+			for i < len(list) && list[i].Seq <= last {
+				i++
+			}
+			if i == len(list) {
+				return "", false, nil
+			}
+			last = list[i].Seq
+			reason, deny, err := callGuard(list[i].Payload.(Guard), ex)
+			if err != nil || deny {
+				return reason, deny, err
+			}
+		}
+	}
+	if reason, deny, err := check(r.global.node); err != nil || deny {
+		return reason, deny, err
+	}
+	chain := core.Load(r.global.node, s.node)
+	for i := chain.Len() - 1; i >= 0; i-- {
+		if reason, deny, err := check(chain.NodeAt(i)); err != nil || deny {
+			return reason, deny, err
+		}
+	}
+	return "", false, nil
+}
+
+// dispatch runs the around hooks and the base dispatch under admission,
+// then normalizes (R58–R66). final=true means post-execute is skipped.
+func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final bool) {
+	if g != nil {
+		release := g.acquire(s)
+		defer release()
+	}
+	r.emitStarted(s)
+	ex := Execution{s}
+	var step func(i int, ctx context.Context) *Result
+	step = func(i int, ctx context.Context) *Result {
+		if i == len(h.around) {
+			return r.base(s, ctx)
+		}
+		hook := h.around[i].Payload.(AroundHook)
+		var inner *Result
+		called := false
+		next := func(c context.Context) *Result {
+			if c == nil {
+				c = ctx
+			}
+			if called {
+				// A retrying wrapper gets a fresh dispatch each time.
+				return step(i+1, c)
+			}
+			called = true
+			inner = step(i+1, c)
+			return inner
+		}
+		out, err := callAround(hook, ctx, ex, next)
+		if err != nil {
+			s.mu.Lock()
+			if s.aroundErr == nil {
+				s.aroundErr = err
+			}
+			s.mu.Unlock()
+			return failureFrom(err)
+		}
+		if out == nil {
+			err := errors.New("tools/execute wrapper returned no result")
+			s.mu.Lock()
+			if s.aroundErr == nil {
+				s.aroundErr = err
+			}
+			s.mu.Unlock()
+			return failureFrom(err)
+		}
+		return out
+	}
+	out := step(0, s.ctx)
+	s.mu.Lock()
+	aerr := s.aroundErr
+	deferred := s.deferred
+	s.mu.Unlock()
+	if aerr != nil {
+		// R66: final failure, deferred contexts dropped.
+		return failureFrom(aerr), true
+	}
+	// R65: normalization.
+	if out.stamp != s {
+		if out.isError {
+			n := *out
+			n.value = nil
+			n.concludes = false
+			n.stamp = nil
+			out = &n
+		} else {
+			td, ok := r.resolve(s.node, s.name)
+			if !ok {
+				return unknownTool(s.name), true
+			}
+			rebuilt := r.createSuccess(s, td, canonical(out.value))
+			if rebuilt.isError {
+				return rebuilt, true
+			}
+			rebuilt.contexts = out.contexts
+			out = rebuilt
+		}
+	}
+	if len(deferred) > 0 {
+		n := *out
+		n.contexts = append(append(make([]Message, 0, len(deferred)+len(out.contexts)), deferred...), out.contexts...)
+		out = &n
+	}
+	return out, false
+}
+
+// base is the innermost next (R61).
+func (r *Registry) base(s *execState, ctx context.Context) *Result {
+	bodyCtx := ctx
+	if ctx != s.ctx {
+		// R60: fuse the caller ctx and the wrapper's ctx.
+		fused, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(s.ctx, cancel)
+		defer func() { stop(); cancel() }()
+		bodyCtx = fused
+	}
+	if bodyCtx.Err() != nil {
+		return stamped(s, abortedBeforeDispatch())
+	}
+	td, ok := r.resolve(s.node, s.name)
+	if !ok {
+		return stamped(s, unknownTool(s.name))
+	}
+	s.bodyInvoked.Store(true)
+	v, err := callBody(td, bodyCtx, s)
+	if err != nil {
+		return stamped(s, failureFrom(err))
+	}
+	if bodyCtx.Err() != nil {
+		return stamped(s, aborted())
+	}
+	return stamped(s, r.createSuccess(s, td, v))
+}
+
+func stamped(s *execState, res *Result) *Result {
+	res.stamp = s
+	return res
+}
+
+// createSuccess is success creation (R62, R64, R78). value is any lossless
+// JSON value, including canonical bytes.
+func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
+	var b []byte
+	if raw, ok := value.(canonical); ok {
+		b = raw
+	} else {
+		var err error
+		if b, err = encodeJSON(value); err != nil {
+			return invalidOutput(td.name, "value is not lossless JSON")
+		}
+	}
+	if v := td.outSchema.Validate(b, "value"); len(v) > 0 {
+		return invalidOutput(td.name, v...)
+	}
+	content, err := callRender(td.def.Output.Render, s.args, b)
+	if err != nil {
+		return invalidOutput(td.name, "output.render failed: "+messageOf(err))
+	}
+	if !blocksSafe(content) {
+		return invalidOutput(td.name, "output.render returned non-lossless JSON")
+	}
+	res := &Result{value: b, content: cloneBlocks(content)}
+	if s.parent.IsZero() && td.def.Output.PresentationMeta != nil {
+		m, err := callMeta(td.def.Output.PresentationMeta, s.args, b)
+		if err != nil {
+			return invalidOutput(td.name, "output.presentationMeta failed: "+messageOf(err))
+		}
+		mb, err := encodeJSON(m)
+		if err != nil {
+			return invalidOutput(td.name, "output.presentationMeta returned non-lossless JSON")
+		}
+		res.meta = mb
+	}
+	res.concludes = s.concluded.Load()
+	return res
+}
+
+// complete runs the after-dispatch cancel check, post-execute and the
+// second cancel check (R80, R67).
+func (r *Registry) complete(s *execState, h hooks, res *Result) *Result {
+	res = r.recheck(s, res)
+	return r.postAndRecheck(s, h, res)
+}
+
+func (r *Registry) postAndRecheck(s *execState, h hooks, res *Result) *Result {
+	res = r.runPost(s, h, res)
+	return r.recheck(s, res)
+}
+
+// recheck replaces a success when the caller ctx is cancelled (R80).
+func (r *Registry) recheck(s *execState, res *Result) *Result {
+	if res.isError || s.ctx.Err() == nil {
+		return res
+	}
+	var out *Result
+	if s.bodyInvoked.Load() {
+		out = aborted()
+	} else {
+		out = abortedBeforeDispatch()
+	}
+	out.contexts = res.contexts
+	return out
+}
+
+// runPost is post-execute (R68–R71).
+func (r *Registry) runPost(s *execState, h hooks, res *Result) *Result {
+	if len(h.post) == 0 {
+		return res
+	}
+	ex := Execution{s}
+	var step func(i int) (PostDecision, error)
+	step = func(i int) (PostDecision, error) {
+		if i == len(h.post) {
+			return Accept(), nil
+		}
+		hook := h.post[i].Payload.(PostExecuteHook)
+		var (
+			once sync.Once
+			d    PostDecision
+			e    error
+		)
+		return callPost(hook, ex, res, func() (PostDecision, error) {
+			once.Do(func() { d, e = step(i + 1) })
+			return d, e
+		})
+	}
+	dec, err := step(0)
+	if err != nil {
+		return failureFrom(err)
+	}
+	if dec.Blocked {
+		out := blocked(dec.Feedback)
+		out.contexts = cloneMessages(dec.Contexts)
+		return out
+	}
+	if dec.Content != nil && dec.HasValue {
+		return failureFromMessage("tools/post-execute accept decision cannot replace both value and content", nil)
+	}
+	out := res
+	switch {
+	case dec.HasValue:
+		if res.isError {
+			return failureFromMessage("tools/post-execute cannot replace the value of a failed result", nil)
+		}
+		td, ok := r.resolve(s.node, s.name)
+		if !ok {
+			return unknownTool(s.name)
+		}
+		rebuilt := r.createSuccess(s, td, dec.Value)
+		if rebuilt.isError {
+			return rebuilt
+		}
+		out = rebuilt
+	case dec.Content != nil:
+		if !blocksSafe(dec.Content) {
+			return failureFromMessage("tool result must be losslessly JSON-serializable", nil)
+		}
+		n := *res
+		n.content = cloneBlocks(dec.Content)
+		out = &n
+	}
+	if len(dec.Contexts) > 0 || out != res {
+		n := *out
+		n.contexts = append(append([]Message(nil), res.contexts...), dec.Contexts...)
+		if len(n.contexts) == 0 {
+			n.contexts = nil
+		}
+		out = &n
+	}
+	out.stamp = nil
+	return out
+}
+
+// finish is R72–R75: materialize, finalize once, materialize again, notify
+// observers.
+func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
+	if !blocksSafe(res.content) {
+		res = failureFromMessage("tool result must be losslessly JSON-serializable", nil)
+	}
+	if s.finalizer != nil {
+		blocks, err := callFinalizer(s.finalizer, Execution{s}, res)
+		switch {
+		case err != nil:
+			res = failureFrom(err)
+		case blocks != nil:
+			if !blocksSafe(blocks) {
+				res = failureFromMessage("tool result must be losslessly JSON-serializable", nil)
+			} else {
+				n := *res
+				n.content = cloneBlocks(blocks)
+				res = &n
+			}
+		}
+	}
+	res.stamp = nil
+	r.emitFinished(s, res)
+	ex := Execution{s}
+	for _, e := range h.result {
+		if err := callObserver(e.Payload.(ResultObserver), ex, res); err != nil {
+			r.contain(fmt.Errorf("result observer failed for call %q: %w", s.callID, err))
+		}
+	}
+	return res
+}
+
+// runPre is the pre-execute waterfall (R52).
+func runPre(ex Execution, list []core.Entry) (Decision, error) {
+	var step func(i int) (Decision, error)
+	step = func(i int) (Decision, error) {
+		if i == len(list) {
+			return Allow(), nil
+		}
+		hook := list[i].Payload.(PreExecuteHook)
+		var (
+			once sync.Once
+			d    Decision
+			e    error
+		)
+		return callPre(hook, ex, func() (Decision, error) {
+			once.Do(func() { d, e = step(i + 1) })
+			return d, e
+		})
+	}
+	return step(0)
+}
+
+// --- result constructors (SPEC §0.3) ---
+
+func failureFromMessage(msg string, c Coded) *Result {
+	res := &Result{isError: true, errMsg: msg, content: []Block{Text("Error: " + msg)}}
+	if c != nil {
+		res.errName, res.errCode, res.hasInfo = safeName(c), safeCode(c), true
+	}
+	return res
+}
+
+func codedFailure(name, code, msg string) *Result {
+	return failureFromMessage(msg, NewError(name, code, msg))
+}
+
+// failureFrom derives a failure from err: message per §0.3, Info if coded.
+func failureFrom(err error) *Result {
+	var c Coded
+	if !errors.As(err, &c) {
+		c = nil
+	}
+	return failureFromMessage(messageOf(err), c)
+}
+
+func safeName(c Coded) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = ""
+		}
+	}()
+	return c.Name()
+}
+
+func safeCode(c Coded) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = ""
+		}
+	}()
+	return c.Code()
+}
+
+func denial(reason string) *Result { return failureFromMessage(reason, nil) }
+
+// deny marks s denied (for the outcome of its execution events) and
+// returns the denial result (R57).
+func (s *execState) deny(reason string) *Result {
+	s.denied = true
+	return denial(reason)
+}
+
+func abortedBeforeDispatch() *Result {
+	return codedFailure(NameAbort, CodeAbortedBeforeDispatch, "tool call aborted before dispatch")
+}
+
+func aborted() *Result { return codedFailure(NameAbort, CodeAborted, "tool call aborted") }
+
+func unknownTool(name string) *Result {
+	return codedFailure(NameToolNotFound, CodeUnknownTool, fmt.Sprintf("unknown tool %q", name))
+}
+
+func invalidOutput(name string, violations ...string) *Result {
+	return codedFailure(NameToolOutput, CodeInvalidToolOutput,
+		fmt.Sprintf("tool %q returned invalid output: %s", name, strings.Join(violations, "; ")))
+}
+
+// blocked is R69's Block: the feedback is the content, the message is
+// derived from it.
+func blocked(feedback []Block) *Result {
+	parts := make([]string, 0, len(feedback))
+	for _, b := range feedback {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		} else {
+			parts = append(parts, "["+b.Type+" content]")
+		}
+	}
+	msg := strings.Join(parts, "\n")
+	if msg == "" {
+		msg = "tool result blocked by post-execute policy"
+	}
+	content := cloneBlocks(feedback)
+	if content == nil {
+		content = []Block{}
+	}
+	return &Result{isError: true, errMsg: msg, content: content}
+}
+
+func blocksSafe(bs []Block) bool {
+	for _, b := range bs {
+		if b.Data != nil && !validJSON(b.Data) {
+			return false
+		}
+	}
+	return true
+}
+
+func cloneMessages(m []Message) []Message {
+	if len(m) == 0 {
+		return nil
+	}
+	return append([]Message(nil), m...)
+}

@@ -1,0 +1,278 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolscope/toolscope/internal/core"
+)
+
+// Registry holds the global scope, every agent scope, and the options that
+// apply to all of them (SPEC §0.2). It is safe for concurrent use.
+type Registry struct {
+	system    *actor.ActorSystem
+	ownSystem bool
+	logger    *slog.Logger
+	cfg       config
+
+	global *Scope
+
+	mu     sync.RWMutex
+	scopes map[string]*scopeRec
+
+	// ids numbers registrations; hookSeq orders hooks across scopes (R85),
+	// prependSeq counts down for prepended hooks.
+	ids        atomic.Uint64
+	hookSeq    atomic.Int64
+	prependSeq atomic.Int64
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeDone chan struct{}
+}
+
+// scopeRec is the registry's record of one key. It outlives a disposed
+// scope while the key still has a parent link or children, so the recorded
+// chain keeps working for reads by key (R6) and a re-created key keeps its
+// node (the link is key-level, R3).
+type scopeRec struct {
+	node     *core.Node
+	parent   *scopeRec
+	live     *Scope // nil once disposed
+	children int
+}
+
+type config struct {
+	maxParallel  int
+	approver     Approver
+	errorHandler func(error)
+	logger       *slog.Logger
+	system       *actor.ActorSystem
+	events       bool
+}
+
+// Option configures a Registry.
+type Option interface{ apply(*config) error }
+
+type optionFunc func(*config) error
+
+func (f optionFunc) apply(c *config) error { return f(c) }
+
+// WithMaxParallel sets the default number of dispatches a turn may run at
+// once (SPEC R91; default 10). n < 1 is a configuration error.
+func WithMaxParallel(n int) Option {
+	return optionFunc(func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("%w: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, n)
+		}
+		c.maxParallel = n
+		return nil
+	})
+}
+
+// WithApprover sets the approver that resolves Ask decisions (R55).
+func WithApprover(a Approver) Option {
+	return optionFunc(func(c *config) error { c.approver = a; return nil })
+}
+
+// WithErrorHandler receives errors the registry contains instead of
+// returning: a change subscriber failing while a removal is announced
+// (R90) and observer failures (R75).
+func WithErrorHandler(h func(error)) Option {
+	return optionFunc(func(c *config) error { c.errorHandler = h; return nil })
+}
+
+// WithLogger sets the logger for contained failures (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) error { c.logger = l; return nil })
+}
+
+// WithActorSystem embeds toolscope in the caller's actor system instead of
+// starting its own; Close then leaves the system running.
+func WithActorSystem(sys *actor.ActorSystem) Option {
+	return optionFunc(func(c *config) error {
+		if sys == nil {
+			return fmt.Errorf("%w: nil actor system", ErrInvalidConfig)
+		}
+		c.system = sys
+		return nil
+	})
+}
+
+var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// New creates a registry with its global scope (R1).
+func New(opts ...Option) (*Registry, error) {
+	cfg := config{maxParallel: 10, events: true}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o.apply(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.logger == nil {
+		cfg.logger = discardLogger
+	}
+	r := &Registry{
+		cfg:       cfg,
+		logger:    cfg.logger,
+		scopes:    map[string]*scopeRec{},
+		closeDone: make(chan struct{}),
+	}
+	if cfg.system != nil {
+		r.system = cfg.system
+	} else {
+		r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discardLogger }))
+		r.ownSystem = true
+	}
+	r.global = r.spawnScope(core.NewNode("", nil))
+	return r, nil
+}
+
+// ActorSystem returns the actor system the registry's actors live in.
+func (r *Registry) ActorSystem() *actor.ActorSystem { return r.system }
+
+// Global returns the handle of the global scope (R1).
+func (r *Registry) Global() *Scope { return r.global }
+
+// NewScope creates a top-level agent scope (R2) whose parent is the global
+// layer. See Scope.NewScope for nested scopes.
+func (r *Registry) NewScope(key string) (*Scope, error) { return r.newScope(key, nil) }
+
+// Scope returns the live handle of key, if any.
+func (r *Registry) Scope(key string) (*Scope, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rec := r.scopes[key]
+	if rec == nil || rec.live == nil {
+		return nil, false
+	}
+	return rec.live, true
+}
+
+func (r *Registry) newScope(key string, parent *scopeRec) (*Scope, error) {
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
+	if key == "" {
+		return nil, fmt.Errorf("%w: empty scope key (the empty key is the global view)", ErrScopeLink)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if parent != nil && parent.live == nil {
+		return nil, ErrScopeDisposed
+	}
+	rec := r.scopes[key]
+	switch {
+	case rec == nil:
+		var pnode *core.Node
+		if parent != nil {
+			pnode = parent.node
+			parent.children++
+		}
+		rec = &scopeRec{node: core.NewNode(key, pnode), parent: parent}
+		r.scopes[key] = rec
+	case rec.live != nil:
+		return nil, fmt.Errorf("%w: %q", ErrScopeExists, key)
+	case rec.parent != parent:
+		return nil, fmt.Errorf("%w: scope %q is already linked to another parent", ErrScopeLink, key)
+	}
+	s := r.spawnScope(rec.node)
+	s.rec = rec
+	rec.live = s
+	return s, nil
+}
+
+// forgetLocked drops the record of a disposed top-level scope with no
+// children: nothing can reach its key any more, and a key read afterwards
+// behaves exactly as it would with the record (R6). Records with a parent
+// link are kept so reads by key still see the recorded chain; their memory
+// grows with the number of distinct keys, not with churn. Caller holds r.mu.
+func (r *Registry) forgetLocked(rec *scopeRec) {
+	if rec.live == nil && rec.children == 0 && rec.parent == nil && r.scopes[rec.node.Key] == rec {
+		delete(r.scopes, rec.node.Key)
+	}
+}
+
+// nodeOf returns the node of key for reads by key: nil for the global view
+// or a key never created (R5, R6).
+func (r *Registry) nodeOf(key string) *core.Node {
+	if key == "" {
+		return nil
+	}
+	r.mu.RLock()
+	rec := r.scopes[key]
+	r.mu.RUnlock()
+	if rec == nil {
+		return nil
+	}
+	return rec.node
+}
+
+// Get returns the definition visible to key (R30); "" is the global view.
+func (r *Registry) Get(name, key string) (Definition, bool) {
+	return r.get(name, r.nodeOf(key))
+}
+
+// Schemas returns the model-facing schemas visible to key (R31).
+func (r *Registry) Schemas(key string) ([]ToolSchema, error) {
+	return r.schemas(r.nodeOf(key))
+}
+
+// ExecutionMode classifies call in the view of call.Agent (R36).
+func (r *Registry) ExecutionMode(call Call) Mode {
+	return r.executionMode(r.nodeOf(call.Agent), call.Name, call.Arguments)
+}
+
+// Close disposes every scope, stops the registry's actors and, if the
+// registry started its own actor system, shuts it down. Later calls return
+// ErrClosed. Close is idempotent.
+func (r *Registry) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() {
+		r.closed.Store(true)
+		go func() {
+			defer close(r.closeDone)
+			r.mu.RLock()
+			live := make([]*Scope, 0, len(r.scopes))
+			for _, rec := range r.scopes {
+				if rec.live != nil {
+					live = append(live, rec.live)
+				}
+			}
+			r.mu.RUnlock()
+			for _, s := range live {
+				s.dispose()
+			}
+			r.global.stop()
+			if r.ownSystem {
+				r.system.Shutdown()
+			}
+		}()
+	})
+	select {
+	case <-r.closeDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Registry) nextID() uint64 { return r.ids.Add(1) }
+
+func (r *Registry) contain(err error) {
+	r.logger.Warn("toolscope: contained failure", "err", err)
+	if h := r.cfg.errorHandler; h != nil {
+		func() {
+			defer func() { _ = recover() }()
+			h(err)
+		}()
+	}
+}

@@ -1,0 +1,537 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/core"
+)
+
+// Scope is a handle on one layer: the global scope, an agent scope, or an
+// owner group filing into one of them (SPEC §1). Registrations made through
+// a handle live in its layer and die with it; each returns its exact
+// disposer (R15). Reads through a handle use the handle's own view.
+type Scope struct {
+	reg   *Registry
+	node  *core.Node
+	rec   *scopeRec // nil for the global scope
+	shell *shell    // shared by a scope and its owner groups
+	own   *owner
+	group bool
+
+	disposeOnce sync.Once
+}
+
+// shell is the actor side of one node: the scope actor's PID and the
+// accounting that keeps the actor alive while a mutation is on its way.
+type shell struct {
+	pid     *actor.PID
+	mu      sync.Mutex
+	stopped bool
+	sending int
+	idle    chan struct{}
+	sup     atomic.Pointer[supervisor]
+}
+
+func (r *Registry) spawnScope(node *core.Node) *Scope {
+	sh := &shell{}
+	sh.pid = r.system.Root.Spawn(actors.ScopeProps(r.system, node, &messageHandler{reg: r, node: node, shell: sh}))
+	return &Scope{reg: r, node: node, shell: sh, own: &owner{}}
+}
+
+// apply runs fn on the node's layer inside the scope actor.
+func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
+	sh := s.shell
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		return ErrScopeDisposed
+	}
+	sh.sending++
+	sh.mu.Unlock()
+	err := actors.Apply(s.reg.system, sh.pid, fn)
+	sh.mu.Lock()
+	sh.sending--
+	if sh.sending == 0 && sh.idle != nil {
+		close(sh.idle)
+		sh.idle = nil
+	}
+	sh.mu.Unlock()
+	return err
+}
+
+// stop waits for in-flight mutations, then stops the node's actors.
+func (s *Scope) stop() {
+	sh := s.shell
+	sh.mu.Lock()
+	if sh.stopped {
+		sh.mu.Unlock()
+		return
+	}
+	sh.stopped = true
+	var wait chan struct{}
+	if sh.sending > 0 {
+		wait = make(chan struct{})
+		sh.idle = wait
+	}
+	sh.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	if sup := sh.sup.Load(); sup != nil {
+		sup.stop()
+	}
+	s.reg.system.Root.Stop(sh.pid)
+}
+
+// owner tracks what one handle registered, newest last, so disposal can
+// run the exact disposers in LIFO order (R7, R8).
+type owner struct {
+	mu       sync.Mutex
+	disposed bool
+	inflight sync.WaitGroup
+	tail     *registration
+}
+
+// begin admits one mutation through the handle, or reports the handle
+// disposed. The matching end comes once the registration is linked.
+func (o *owner) begin() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.disposed {
+		return ErrScopeDisposed
+	}
+	o.inflight.Add(1)
+	return nil
+}
+
+func (o *owner) end() { o.inflight.Done() }
+
+func (o *owner) link(g *registration) {
+	o.mu.Lock()
+	g.owner = o
+	g.prev = o.tail
+	if o.tail != nil {
+		o.tail.next = g
+	}
+	o.tail = g
+	g.linked = true
+	o.mu.Unlock()
+}
+
+func (o *owner) unlinkLocked(g *registration) {
+	if !g.linked {
+		return
+	}
+	if g.prev != nil {
+		g.prev.next = g.next
+	}
+	if g.next != nil {
+		g.next.prev = g.prev
+	} else {
+		o.tail = g.prev
+	}
+	g.prev, g.next, g.linked = nil, nil, false
+}
+
+// teardown disposes every registration newest first.
+func (o *owner) teardown() {
+	o.mu.Lock()
+	o.disposed = true
+	o.mu.Unlock()
+	o.inflight.Wait()
+	for {
+		o.mu.Lock()
+		g := o.tail
+		if g != nil {
+			o.unlinkLocked(g)
+		}
+		o.mu.Unlock()
+		if g == nil {
+			return
+		}
+		g.dispose()
+	}
+}
+
+// registration is one entry an owner made; dispose is its exact disposer.
+type registration struct {
+	owner      *owner
+	prev, next *registration
+	linked     bool
+	done       atomic.Bool
+	// remove undoes the registration and reports whether the view changed
+	// (so a change notification is due, R87).
+	remove func() bool
+	reg    *Registry
+}
+
+func (g *registration) dispose() {
+	if !g.done.CompareAndSwap(false, true) {
+		return
+	}
+	if o := g.owner; o != nil {
+		o.mu.Lock()
+		o.unlinkLocked(g)
+		o.mu.Unlock()
+	}
+	if g.remove() {
+		if err := g.reg.notify(); err != nil {
+			g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", err))
+		}
+	}
+}
+
+// track links a new registration whose removal is remove. The caller holds
+// an owner.begin.
+func (s *Scope) track(remove func() bool) *registration {
+	g := &registration{remove: remove, reg: s.reg}
+	s.own.link(g)
+	return g
+}
+
+// Key returns the scope key ("" for the global scope).
+func (s *Scope) Key() string { return s.node.Key }
+
+// PID returns the scope actor's PID. Actors in the same actor system may
+// send it the requests of package messages (execute, execution mode, get,
+// schemas, turn) and receive the replies.
+func (s *Scope) PID() *actor.PID { return s.shell.pid }
+
+// Registry returns the registry the scope belongs to.
+func (s *Scope) Registry() *Registry { return s.reg }
+
+// NewScope creates an agent scope whose parent is s (R2, R3). Through the
+// global handle it creates a top-level scope.
+func (s *Scope) NewScope(key string) (*Scope, error) {
+	return s.reg.newScope(key, s.rec)
+}
+
+// Group derives an owner group (R8): registrations made through it go to
+// the same layer but are disposed together by the group's Dispose, or with
+// the scope.
+func (s *Scope) Group() (*Scope, error) {
+	if err := s.own.begin(); err != nil {
+		return nil, err
+	}
+	defer s.own.end()
+	g := &Scope{reg: s.reg, node: s.node, rec: s.rec, shell: s.shell, own: &owner{}, group: true}
+	s.track(func() bool { g.own.teardown(); return false })
+	return g, nil
+}
+
+// Dispose removes everything the handle registered, newest first, each
+// exactly as its own disposer would (R7). Disposing a scope also disposes
+// its owner groups and stops its actors; children keep their link but lose
+// this layer's contributions. Dispose is idempotent; concurrent callers all
+// return once the teardown is complete. Later mutations through the handle
+// return ErrScopeDisposed. The global scope is disposed only by Close.
+func (s *Scope) Dispose() {
+	if s.rec == nil && !s.group {
+		return
+	}
+	s.dispose()
+}
+
+func (s *Scope) dispose() {
+	s.disposeOnce.Do(func() {
+		s.own.teardown()
+		if s.group {
+			return
+		}
+		r := s.reg
+		r.mu.Lock()
+		if s.rec.live == s {
+			s.rec.live = nil
+		}
+		r.forgetLocked(s.rec)
+		r.mu.Unlock()
+		s.stop()
+	})
+}
+
+const reservedName = "run_code"
+
+// Register adds a tool to the handle's layer (SPEC §2). Validation runs in
+// R11's order and a failure registers and notifies nothing. The returned
+// disposer removes exactly this registration (R15).
+func (s *Scope) Register(def Definition) (func(), error) {
+	td, err := newToolDef(def)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.own.begin(); err != nil {
+		return nil, err
+	}
+	id := s.reg.nextID()
+	global := s.rec == nil
+	err = s.apply(func(l *core.Layer) (*core.Layer, error) {
+		next, _, ok := l.AddTool(core.Entry{ID: id, Name: td.name, Payload: td})
+		if !ok {
+			if global {
+				return nil, fmt.Errorf("%w: tool %q is already registered globally; register a per-agent variant through that agent's scope instead", ErrDuplicate, td.name)
+			}
+			return nil, fmt.Errorf("%w: tool %q is already registered in this scope", ErrDuplicate, td.name)
+		}
+		return next, nil
+	})
+	if err != nil {
+		s.own.end()
+		return nil, err
+	}
+	name := td.name
+	g := s.track(func() bool {
+		changed := false
+		_ = s.apply(func(l *core.Layer) (*core.Layer, error) {
+			next, ok := l.RemoveTool(name, id)
+			changed = ok
+			return next, nil
+		})
+		return changed
+	})
+	s.own.end()
+	if err := s.reg.notify(); err != nil {
+		g.dispose()
+		return nil, err
+	}
+	return g.dispose, nil
+}
+
+// Restrict filters what the scope inherits (SPEC §3). It is only for agent
+// scopes (R20); validation follows R21. Names are copied and evaluated
+// against the live inherited set on every read (R25).
+func (s *Scope) Restrict(r Restriction) (func(), error) {
+	if s.rec == nil {
+		return nil, fmt.Errorf("%w: restrict requires a scoped context (the global scope cannot restrict)", ErrInvalidRestriction)
+	}
+	if r.Allow == nil && r.Deny == nil {
+		return nil, fmt.Errorf("%w: restriction is a no-op: give Allow, Deny or both", ErrInvalidRestriction)
+	}
+	for _, list := range [][]string{r.Allow, r.Deny} {
+		for _, n := range list {
+			if n == reservedName {
+				return nil, fmt.Errorf("%w: restriction cannot name reserved tool %q", ErrInvalidRestriction, reservedName)
+			}
+		}
+	}
+	chain := core.Load(s.reg.global.node, s.node)
+	var unknown []string
+	seen := map[string]bool{}
+	for _, list := range [][]string{r.Allow, r.Deny} {
+		for _, n := range list {
+			if !seen[n] && !chain.Restrictable(n) {
+				unknown = append(unknown, n)
+			}
+			seen[n] = true
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, unknownNamesError(unknown, chain.RestrictableNames())
+	}
+	if err := s.own.begin(); err != nil {
+		return nil, err
+	}
+	rs := &core.Restriction{ID: s.reg.nextID(), Allow: nameSet(r.Allow), Deny: nameSet(r.Deny)}
+	err := s.apply(func(l *core.Layer) (*core.Layer, error) { return l.AddRestriction(rs), nil })
+	if err != nil {
+		s.own.end()
+		return nil, err
+	}
+	g := s.track(func() bool {
+		changed := false
+		_ = s.apply(func(l *core.Layer) (*core.Layer, error) {
+			next, ok := l.RemoveRestriction(rs.ID)
+			changed = ok
+			return next, nil
+		})
+		return changed
+	})
+	s.own.end()
+	if err := s.reg.notify(); err != nil {
+		g.dispose()
+		return nil, err
+	}
+	return g.dispose, nil
+}
+
+func unknownNamesError(unknown, known []string) error {
+	quoted := make([]string, len(unknown))
+	for i, n := range unknown {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	word := "tool"
+	if len(unknown) > 1 {
+		word = "tools"
+	}
+	k := "(none)"
+	if len(known) > 0 {
+		k = strings.Join(known, ", ")
+	}
+	return fmt.Errorf("%w: unknown global %s %s; known global tools: %s", ErrInvalidRestriction, word, strings.Join(quoted, ", "), k)
+}
+
+func nameSet(names []string) map[string]struct{} {
+	if names == nil {
+		return nil
+	}
+	m := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		m[n] = struct{}{}
+	}
+	return m
+}
+
+// HookOption configures a hook registration.
+type HookOption interface{ hookOption() }
+
+type prependOption struct{}
+
+func (prependOption) hookOption() {}
+
+// Prepend puts the hook before every hook registered so far (R85).
+func Prepend() HookOption { return prependOption{} }
+
+// Guard adds a deny-only check of calls in this scope's audience (SPEC §4).
+// Guards emit no change notification (R28).
+func (s *Scope) Guard(g Guard) (func(), error) {
+	if g == nil {
+		return nil, ErrNilCallback
+	}
+	return s.addCallback(s, core.KindGuard, g, false)
+}
+
+// OnPreExecute adds a pre-execute hook (R52).
+func (s *Scope) OnPreExecute(h PreExecuteHook, opts ...HookOption) (func(), error) {
+	if h == nil {
+		return nil, ErrNilCallback
+	}
+	return s.addCallback(s, core.KindPre, h, hasPrepend(opts))
+}
+
+// OnExecute adds an around-dispatch hook (R58).
+func (s *Scope) OnExecute(h AroundHook, opts ...HookOption) (func(), error) {
+	if h == nil {
+		return nil, ErrNilCallback
+	}
+	return s.addCallback(s, core.KindAround, h, hasPrepend(opts))
+}
+
+// OnPostExecute adds a post-execute hook (R67).
+func (s *Scope) OnPostExecute(h PostExecuteHook, opts ...HookOption) (func(), error) {
+	if h == nil {
+		return nil, ErrNilCallback
+	}
+	return s.addCallback(s, core.KindPost, h, hasPrepend(opts))
+}
+
+// OnResult adds a result observer (R75).
+func (s *Scope) OnResult(h ResultObserver, opts ...HookOption) (func(), error) {
+	if h == nil {
+		return nil, ErrNilCallback
+	}
+	return s.addCallback(s, core.KindResult, h, hasPrepend(opts))
+}
+
+// OnChange adds a change subscriber. Every subscriber sees every change in
+// every scope (R89); it dies with the handle it was registered through.
+func (s *Scope) OnChange(h ChangeSubscriber) (func(), error) {
+	if h == nil {
+		return nil, ErrNilCallback
+	}
+	// Subscribers are unfiltered, so they live in the global layer; the
+	// registering handle still owns them.
+	return s.addCallback(s.reg.global, core.KindChange, h, false)
+}
+
+func hasPrepend(opts []HookOption) bool {
+	for _, o := range opts {
+		if _, ok := o.(prependOption); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// addCallback files a callback into the layer of target, owned by s. No
+// change notification (R28, R84).
+func (s *Scope) addCallback(target *Scope, k core.Kind, fn any, prepend bool) (func(), error) {
+	if err := s.own.begin(); err != nil {
+		return nil, err
+	}
+	defer s.own.end()
+	seq := s.reg.hookSeq.Add(1)
+	if prepend {
+		seq = -s.reg.prependSeq.Add(1)
+	}
+	e := core.Entry{ID: s.reg.nextID(), Seq: seq, Payload: fn}
+	if err := target.apply(func(l *core.Layer) (*core.Layer, error) { return l.AddCallback(k, e), nil }); err != nil {
+		return nil, err
+	}
+	g := s.track(func() bool {
+		_ = target.apply(func(l *core.Layer) (*core.Layer, error) {
+			next, _ := l.RemoveCallback(k, e.ID)
+			return next, nil
+		})
+		return false
+	})
+	return g.dispose, nil
+}
+
+// notify delivers one change notification to every subscriber, in
+// registration order, synchronously (R88). The first failure stops the
+// delivery and is returned.
+func (r *Registry) notify() error {
+	subs := r.global.node.Layer().List(core.KindChange)
+	for _, e := range subs {
+		if err := callSubscriber(e.Payload.(ChangeSubscriber)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func callSubscriber(f ChangeSubscriber) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError(p)
+		}
+	}()
+	return f()
+}
+
+// Get returns the definition visible in the scope's view (R30).
+func (s *Scope) Get(name string) (Definition, bool) { return s.reg.get(name, s.viewNode()) }
+
+// Schemas returns the model-facing schemas visible in the scope's view (R31).
+func (s *Scope) Schemas() ([]ToolSchema, error) { return s.reg.schemas(s.viewNode()) }
+
+// ExecutionMode classifies call in the scope's view (R36); call.Agent is
+// ignored.
+func (s *Scope) ExecutionMode(call Call) Mode {
+	return s.reg.executionMode(s.viewNode(), call.Name, call.Arguments)
+}
+
+// Tools lists the names visible in the scope's view, in view order.
+func (s *Scope) Tools() []string {
+	chain := core.Load(s.reg.global.node, s.viewNode())
+	view := chain.View()
+	out := make([]string, len(view))
+	for i, e := range view {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// viewNode is the node whose view the handle reads: nil for the global
+// scope (the global view).
+func (s *Scope) viewNode() *core.Node {
+	if s.rec == nil {
+		return nil
+	}
+	return s.node
+}

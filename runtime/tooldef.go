@@ -1,0 +1,226 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/toolscope/toolscope/internal/core"
+	"github.com/toolscope/toolscope/internal/jsonv"
+)
+
+// toolDef is the registry's own copy of a Definition (R18): JSON-valued
+// fields are canonical bytes, the output schema is compiled once.
+type toolDef struct {
+	name      string
+	def       Definition // Parameters and Output.Schema replaced by copies
+	params    []byte     // canonical parameters; nil when paramsErr != nil
+	paramsErr error
+	outSchema *jsonv.Schema
+	outJSON   []byte
+	// validateArgs is set by the typed helper: it checks the argument
+	// snapshot before the author's body (R105) and classifier (R106).
+	validateArgs *jsonv.Schema
+}
+
+func newToolDef(def Definition) (*toolDef, error) {
+	// R11.1 output declared.
+	if def.Output == nil || def.Output.Render == nil {
+		return nil, fmt.Errorf("%w: tool %q must declare output { schema, render, presentationMeta? }", ErrInvalidDefinition, def.Name)
+	}
+	// R11.2 output schema in the subset.
+	schema, violations := jsonv.CompileSchema(def.Output.Schema)
+	if len(violations) > 0 {
+		return nil, unsupportedSchema(violations)
+	}
+	outJSON, err := jsonv.Encode(def.Output.Schema)
+	if err != nil {
+		return nil, unsupportedSchema([]string{"schema must be a schema object"})
+	}
+	// R11.3 timeout.
+	if def.Timeout != nil && *def.Timeout <= 0 {
+		return nil, fmt.Errorf("%w: tool %q: timeoutMs must be a positive finite number", ErrInvalidDefinition, def.Name)
+	}
+	// R11.4 reserved name.
+	if def.Name == reservedName {
+		return nil, fmt.Errorf("%w: tool name %q is reserved", ErrInvalidDefinition, reservedName)
+	}
+	// Deviation (SPEC R11, recommended): a nil body is rejected here.
+	if def.Execute == nil {
+		return nil, fmt.Errorf("%w: tool %q must declare execute", ErrInvalidDefinition, def.Name)
+	}
+	td := &toolDef{name: def.Name, outSchema: schema, outJSON: outJSON}
+	if def.typed != nil {
+		td.validateArgs = def.typed.params
+	}
+	td.params, td.paramsErr = jsonv.Encode(def.Parameters)
+	if def.Parameters == nil {
+		td.params, td.paramsErr = nil, nil
+	}
+	cp := def
+	out := *def.Output
+	out.Schema = json.RawMessage(outJSON)
+	cp.Output = &out
+	if def.Timeout != nil {
+		t := *def.Timeout
+		cp.Timeout = &t
+	}
+	cp.Parameters = nil
+	td.def = cp
+	return td, nil
+}
+
+// definition returns a copy the caller may change freely (R30).
+func (td *toolDef) definition() Definition {
+	d := td.def
+	if td.params != nil {
+		d.Parameters = json.RawMessage(cloneBytes(td.params))
+	}
+	out := *d.Output
+	out.Schema = json.RawMessage(cloneBytes(td.outJSON))
+	d.Output = &out
+	if d.Timeout != nil {
+		t := *d.Timeout
+		d.Timeout = &t
+	}
+	return d
+}
+
+func (r *Registry) resolve(node *core.Node, name string) (*toolDef, bool) {
+	chain := core.Load(r.global.node, node)
+	e, ok := chain.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	return e.Payload.(*toolDef), true
+}
+
+func (r *Registry) get(name string, node *core.Node) (Definition, bool) {
+	if r.closed.Load() {
+		return Definition{}, false
+	}
+	td, ok := r.resolve(node, name)
+	if !ok {
+		return Definition{}, false
+	}
+	return td.definition(), true
+}
+
+func (r *Registry) schemas(node *core.Node) ([]ToolSchema, error) {
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
+	chain := core.Load(r.global.node, node)
+	view := chain.View()
+	out := make([]ToolSchema, 0, len(view))
+	for _, e := range view {
+		td := e.Payload.(*toolDef)
+		if td.paramsErr != nil {
+			return nil, fmt.Errorf("tool %q parameters must be lossless JSON before schema projection", td.name)
+		}
+		var params json.RawMessage
+		if td.params != nil {
+			params = cloneBytes(td.params)
+		}
+		out = append(out, ToolSchema{Name: td.name, Description: td.def.Description, Parameters: params})
+	}
+	return out, nil
+}
+
+func (r *Registry) executionMode(node *core.Node, name string, args any) Mode {
+	td, ok := r.resolve(node, name)
+	if !ok {
+		return Exclusive
+	}
+	b, err := encodeJSON(args)
+	if err != nil {
+		return Exclusive
+	}
+	return td.classify(b)
+}
+
+// classify runs the tool's classifier: parallel only on exactly (true, nil)
+// without a panic (R36); the typed helper validates first (R106).
+func (td *toolDef) classify(args []byte) (mode Mode) {
+	f := td.def.IsConcurrencySafe
+	if f == nil {
+		return Exclusive
+	}
+	if td.validateArgs != nil && len(td.validateArgs.Validate(args, "")) > 0 {
+		return Exclusive
+	}
+	defer func() {
+		if recover() != nil {
+			mode = Exclusive
+		}
+	}()
+	ok, err := f(args)
+	if err == nil && ok {
+		return Parallel
+	}
+	return Exclusive
+}
+
+// encodeJSON snapshots a lossless JSON value (R47). A nil value (absent
+// arguments) is the empty object.
+func encodeJSON(v any) ([]byte, error) {
+	return jsonv.Encode(v)
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
+}
+
+func cloneBlocks(bs []Block) []Block {
+	if bs == nil {
+		return nil
+	}
+	out := make([]Block, len(bs))
+	for i, b := range bs {
+		out[i] = b
+		if b.Data != nil {
+			out[i].Data = cloneBytes(b.Data)
+		}
+	}
+	return out
+}
+
+// panicError turns a recovered panic value into an error (SPEC §0.3).
+func panicError(p any) error {
+	if err, ok := p.(error); ok {
+		return err
+	}
+	return &panicValue{v: p, stack: debug.Stack()}
+}
+
+type panicValue struct {
+	v     any
+	stack []byte
+}
+
+func (p *panicValue) Error() string { return messageOf(p.v) }
+
+// messageOf derives a failure message (SPEC §0.3).
+func messageOf(v any) (msg string) {
+	switch x := v.(type) {
+	case error:
+		defer func() {
+			if recover() != nil {
+				msg = "<unprintable thrown value>"
+			}
+		}()
+		return x.Error()
+	case string:
+		return x
+	default:
+		defer func() {
+			if recover() != nil {
+				msg = "<unprintable thrown value>"
+			}
+		}()
+		return fmt.Sprint(v)
+	}
+}

@@ -1,0 +1,354 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/core"
+	"github.com/toolscope/toolscope/internal/sched"
+	"github.com/toolscope/toolscope/messages"
+)
+
+// TurnCall is one tool call of a model turn, as the model wrote it.
+type TurnCall struct {
+	ID   string
+	Name string
+	// Arguments is the raw argument text: empty means {}, invalid JSON is
+	// passed to the tool as the raw string (R91).
+	Arguments string
+}
+
+// TurnEventKind tells a call-started record from a result record.
+type TurnEventKind int
+
+// The records of a turn (R93, R95, R97).
+const (
+	CallStarted TurnEventKind = iota
+	ResultRecorded
+)
+
+// TurnEvent is one entry of a turn's ordered record: "call:<id>" or
+// "result:<id>".
+type TurnEvent struct {
+	Kind   TurnEventKind
+	CallID string
+}
+
+// String renders the event as "call:<id>" or "result:<id>".
+func (e TurnEvent) String() string {
+	if e.Kind == CallStarted {
+		return "call:" + e.CallID
+	}
+	return "result:" + e.CallID
+}
+
+// TurnResult is the outcome of one turn.
+type TurnResult struct {
+	// Results holds one result per call, in model order.
+	Results []*Result
+	// Events is the ordered record of call starts and results.
+	Events []TurnEvent
+	// Contexts are the collected context messages, in model order, to
+	// inject after every result (R96).
+	Contexts []Message
+	// Concluded reports that a committed result concluded the turn (R99).
+	Concluded bool
+}
+
+// TurnOption configures one ExecuteTurn.
+type TurnOption interface{ applyTurn(*turnOptions) error }
+
+type turnOptions struct {
+	maxParallel int
+	id          string
+}
+
+type turnOptionFunc func(*turnOptions) error
+
+func (f turnOptionFunc) applyTurn(o *turnOptions) error { return f(o) }
+
+// MaxParallel bounds the turn's dispatches in flight (R91; default from
+// WithMaxParallel). n < 1 is a configuration error.
+func MaxParallel(n int) TurnOption {
+	return turnOptionFunc(func(o *turnOptions) error {
+		if n < 1 {
+			return fmt.Errorf("%w: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, n)
+		}
+		o.maxParallel = n
+		return nil
+	})
+}
+
+// TurnID names the turn in execution events.
+func TurnID(id string) TurnOption {
+	return turnOptionFunc(func(o *turnOptions) error { o.id = id; return nil })
+}
+
+// ExecuteTurn runs the calls of one assistant message (SPEC §9): parallel
+// calls overlap in a rolling pool of at most MaxParallel dispatches, an
+// exclusive call is a barrier, and post-execute, results and contexts
+// follow model order. The turn is one message to the scope's supervisor
+// and shares the scope's admission with single executions. The error is
+// for configuration and internal scheduler failures only (R98); tool
+// outcomes are results.
+func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnOption) (*TurnResult, error) {
+	o := turnOptions{maxParallel: s.reg.cfg.maxParallel}
+	for _, opt := range opts {
+		if opt != nil {
+			if err := opt.applyTurn(&o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: ExecuteTurn requires a non-nil context", ErrInvalidConfig)
+	}
+	if s.reg.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.reg.turnVia(ctx, s.viewNode(), s.node.Key, calls, o)
+}
+
+// turnVia hands the turn to the scope's supervisor as one message; the
+// supervisor starts the runner and the answer comes back once.
+func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
+	type answer struct {
+		res *TurnResult
+		err error
+	}
+	done := make(chan answer, 1)
+	run := func() {
+		res, err := r.runTurn(ctx, node, agent, calls, o)
+		done <- answer{res, err}
+	}
+	if sup := r.supervisorOf(node); sup == nil || !sup.send(&actors.RunTurn{Run: run}) {
+		go run()
+	}
+	a := <-done
+	return a.res, a.err
+}
+
+// turnCall is the runner's state for one call.
+type turnCall struct {
+	s        *execState
+	h        hooks
+	res      *Result // candidate result once prepared or dispatched
+	post     bool    // res still passes through post-execute
+	final    bool
+	mode     Mode
+	group    int32
+	dispatch bool
+}
+
+type turnOutcome struct{ i int }
+
+// parseTurnArgs is R91: parsed once; empty is {}, invalid JSON the raw
+// string.
+func parseTurnArgs(text string) any {
+	if len(text) == 0 {
+		return json.RawMessage("{}")
+	}
+	if validJSON([]byte(text)) {
+		return json.RawMessage(text)
+	}
+	return text
+}
+
+// runTurn drives the pure policy of internal/sched (SPEC §9). Classify,
+// prepare and commit run here, one at a time in model order; dispatches
+// run on goroutines and report back on a channel.
+func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
+	t, err := sched.New(len(calls), o.maxParallel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	out := &TurnResult{Results: make([]*Result, len(calls)), Events: make([]TurnEvent, 0, 2*len(calls))}
+	states := make([]turnCall, len(calls))
+	outcomes := make(chan turnOutcome, len(calls))
+	g := &turnGate{reg: r, node: node}
+	defer g.close()
+	var group int32
+	groupHead := -1
+	inParallel := false
+	for {
+		if ctx.Err() != nil {
+			t.Abort()
+		}
+		a := t.Next()
+		i := a.Call
+		switch a.Kind {
+		case sched.Classify:
+			tc := &states[i]
+			if tc.s == nil {
+				call := Call{ID: calls[i].ID, Name: calls[i].Name, Arguments: parseTurnArgs(calls[i].Arguments), Agent: agent}
+				tc.s = r.newExec(ctx, node, call)
+				tc.s.turnID = o.id
+			}
+			mode := Exclusive
+			if tc.s.args != nil {
+				if td, ok := r.resolve(node, tc.s.name); ok {
+					mode = td.classify(tc.s.args)
+				}
+			}
+			tc.mode = mode
+			if !(mode == Parallel && inParallel) && groupHead != i {
+				group++
+				groupHead = i
+			}
+			inParallel = mode == Parallel
+			tc.group = group
+			tc.s.group = group
+			tc.s.mode, tc.s.classified = mode, true
+			if err := t.Classified(i, schedMode(mode)); err != nil {
+				_ = t.Fail(err)
+			}
+		case sched.Prepare:
+			tc := &states[i]
+			out.Events = append(out.Events, TurnEvent{CallStarted, calls[i].ID})
+			tc.h = r.hooksFor(node)
+			res, post := r.gate(tc.s, tc.h)
+			if res == nil {
+				release := g.acquire(tc.s)
+				tc.dispatch = true
+				go func(i int, tc *turnCall) {
+					res, final := r.dispatch(tc.s, tc.h, nil)
+					release()
+					if !final {
+						res = r.recheck(tc.s, res)
+					}
+					tc.res, tc.final, tc.post = res, final, !final
+					outcomes <- turnOutcome{i}
+				}(i, tc)
+			} else {
+				tc.res, tc.post = res, post
+			}
+			if err := t.Prepared(i, tc.dispatch); err != nil {
+				_ = t.Fail(err)
+			}
+		case sched.Commit:
+			tc := &states[i]
+			res := tc.res
+			if tc.post {
+				res = r.postAndRecheck(tc.s, tc.h, res)
+			}
+			res = r.finish(tc.s, res, tc.h)
+			out.Results[i] = res
+			out.Events = append(out.Events, TurnEvent{ResultRecorded, calls[i].ID})
+			out.Contexts = append(out.Contexts, res.contexts...)
+			if res.concludes {
+				out.Concluded = true
+			}
+			if err := t.Committed(i); err != nil {
+				_ = t.Fail(err)
+			}
+		case sched.Synthetic:
+			out.Events = append(out.Events, TurnEvent{CallStarted, calls[i].ID}, TurnEvent{ResultRecorded, calls[i].ID})
+			out.Results[i] = abortedBeforeDispatch()
+		case sched.Wait:
+			oc := <-outcomes
+			if err := t.DispatchDone(oc.i); err != nil {
+				_ = t.Fail(err)
+			}
+		case sched.Done:
+			if err := t.Err(); err != nil {
+				return nil, fmt.Errorf("runtime: turn scheduler failed: %w", err)
+			}
+			if len(out.Contexts) == 0 {
+				out.Contexts = nil
+			}
+			return out, nil
+		}
+	}
+}
+
+func schedMode(m Mode) sched.Mode {
+	if m == Parallel {
+		return sched.Parallel
+	}
+	return sched.Exclusive
+}
+
+// turnGate admits a turn's dispatches through the scope's supervisor: a run
+// of parallel dispatches holds one parallel admission until an exclusive
+// call needs the scope or the turn ends; an exclusive call holds an
+// exclusive admission for its own dispatch.
+type turnGate struct {
+	reg          *Registry
+	node         *core.Node
+	sup          *supervisor
+	supLoaded    bool
+	parallelHeld bool
+}
+
+func (g *turnGate) supervisor() *supervisor {
+	if !g.supLoaded {
+		g.sup = g.reg.supervisorOf(g.node)
+		g.supLoaded = true
+	}
+	return g.sup
+}
+
+// acquire runs on the turn's runner goroutine only.
+func (g *turnGate) acquire(s *execState) func() {
+	sup := g.supervisor()
+	s.running.Store(true)
+	if s.mode == Parallel {
+		if !g.parallelHeld && sup != nil && sup.admitWait(true) {
+			g.parallelHeld = true
+		}
+		return func() { s.running.Store(false) }
+	}
+	g.close()
+	if sup == nil || !sup.admitWait(false) {
+		return func() { s.running.Store(false) }
+	}
+	return func() {
+		s.running.Store(false)
+		sup.release()
+	}
+}
+
+// close gives back a held parallel admission. The policy only starts an
+// exclusive call, or ends the turn, after the parallel run drained.
+func (g *turnGate) close() {
+	if g.parallelHeld {
+		g.parallelHeld = false
+		g.sup.release()
+	}
+}
+
+// turnFromProto answers a protobuf TurnRequest sent to a scope's PID.
+func (r *Registry) turnFromProto(h *messageHandler, m *messages.TurnRequest) *messages.TurnReply {
+	o := turnOptions{maxParallel: r.cfg.maxParallel, id: m.GetTurnId()}
+	if n := m.GetMaxParallel(); n != 0 {
+		if n < 0 {
+			return &messages.TurnReply{Error: fmt.Sprintf("%v: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, n)}
+		}
+		o.maxParallel = int(n)
+	}
+	calls := make([]TurnCall, len(m.GetCalls()))
+	for i, c := range m.GetCalls() {
+		calls[i] = TurnCall{ID: c.GetCallId(), Name: c.GetName(), Arguments: c.GetArgumentsText()}
+	}
+	res, err := r.runTurn(context.Background(), h.viewNode(), h.node.Key, calls, o)
+	if err != nil {
+		return &messages.TurnReply{Error: err.Error()}
+	}
+	reply := &messages.TurnReply{Concluded: res.Concluded}
+	for _, x := range res.Results {
+		reply.Results = append(reply.Results, x.Proto())
+	}
+	for _, e := range res.Events {
+		k := messages.TurnEventCallStarted
+		if e.Kind == ResultRecorded {
+			k = messages.TurnEventResult
+		}
+		reply.Events = append(reply.Events, &messages.TurnEvent{Kind: k, CallId: e.CallID})
+	}
+	for _, c := range res.Contexts {
+		reply.Contexts = append(reply.Contexts, &messages.ContextMessage{Role: c.Role, Text: c.Text})
+	}
+	return reply
+}

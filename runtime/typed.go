@@ -1,0 +1,178 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/toolscope/toolscope/internal/jsonv"
+)
+
+// typedInfo is what NewTool adds to a Definition: the compiled parameter
+// schema that guards the body (R105) and the classifier (R106).
+type typedInfo struct {
+	params *jsonv.Schema
+}
+
+// ToolOption configures NewTool.
+type ToolOption interface{ applyTool(*toolOptions) }
+
+type toolOptions struct {
+	params     any
+	output     any
+	timeout    *time.Duration
+	classifier func(args json.RawMessage) (bool, error)
+	render     func(args, value json.RawMessage) ([]Block, error)
+	meta       func(args, value json.RawMessage) (any, error)
+	finalize   func(Execution, *Result) ([]Block, error)
+}
+
+type toolOptionFunc func(*toolOptions)
+
+func (f toolOptionFunc) applyTool(o *toolOptions) { f(o) }
+
+// WithParametersSchema gives the parameter schema explicitly instead of
+// deriving it from In. It must be in the subset of SPEC §10.
+func WithParametersSchema(schema any) ToolOption {
+	return toolOptionFunc(func(o *toolOptions) { o.params = schema })
+}
+
+// WithOutputSchema gives the output schema explicitly instead of deriving
+// it from Out.
+func WithOutputSchema(schema any) ToolOption {
+	return toolOptionFunc(func(o *toolOptions) { o.output = schema })
+}
+
+// WithTimeout declares the tool's timeout (enforced by TimeoutHook, R83).
+func WithTimeout(d time.Duration) ToolOption {
+	return toolOptionFunc(func(o *toolOptions) { o.timeout = &d })
+}
+
+// WithParallel classifies every call with valid arguments as parallel.
+func WithParallel() ToolOption {
+	return toolOptionFunc(func(o *toolOptions) {
+		o.classifier = func(json.RawMessage) (bool, error) { return true, nil }
+	})
+}
+
+// WithClassifier sets the classifier; it is only called for valid
+// arguments (R106).
+func WithClassifier(f func(args json.RawMessage) (bool, error)) ToolOption {
+	return toolOptionFunc(func(o *toolOptions) { o.classifier = f })
+}
+
+// WithRender sets the renderer (default: a JSON string value as its text,
+// anything else as compact JSON text).
+func WithRender(f func(args, value json.RawMessage) ([]Block, error)) ToolOption {
+	return toolOptionFunc(func(o *toolOptions) { o.render = f })
+}
+
+// WithPresentationMeta sets the presentation-metadata projector (R64).
+func WithPresentationMeta(f func(args, value json.RawMessage) (any, error)) ToolOption {
+	return toolOptionFunc(func(o *toolOptions) { o.meta = f })
+}
+
+// WithFinalizer sets the content finalizer (R72).
+func WithFinalizer(f func(Execution, *Result) ([]Block, error)) ToolOption {
+	return toolOptionFunc(func(o *toolOptions) { o.finalize = f })
+}
+
+// NewTool defines a typed tool (SPEC R105). The parameter and output
+// schemas are derived from In and Out (encoding/json conventions: json
+// tags, omitempty marks optional; a `description` tag documents a field)
+// or given with WithParametersSchema / WithOutputSchema, and checked
+// against the subset of SPEC §10: a violation is an UNSUPPORTED_SCHEMA
+// error listing every violation. Arguments are validated before fn runs;
+// invalid ones fail with INVALID_ARGS and every violation with its path.
+func NewTool[In, Out any](name, description string, fn func(ctx context.Context, in In, rc *RunContext) (Out, error), opts ...ToolOption) (Definition, error) {
+	if fn == nil {
+		return Definition{}, fmt.Errorf("%w: tool %q must declare execute", ErrInvalidDefinition, name)
+	}
+	var o toolOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyTool(&o)
+		}
+	}
+	if o.timeout != nil && *o.timeout <= 0 {
+		return Definition{}, fmt.Errorf("%w: tool %q: timeoutMs must be a positive finite number", ErrInvalidDefinition, name)
+	}
+	params := o.params
+	if params == nil {
+		b, err := jsonv.ForType(reflect.TypeFor[In](), true)
+		if err != nil {
+			return Definition{}, unsupportedSchema([]string{err.Error()})
+		}
+		params = json.RawMessage(b)
+	}
+	pschema, violations := jsonv.CompileSchema(params)
+	if len(violations) > 0 {
+		return Definition{}, unsupportedSchema(violations)
+	}
+	pjson, err := jsonv.Encode(params)
+	if err != nil {
+		return Definition{}, unsupportedSchema([]string{"schema must be a schema object"})
+	}
+	output := o.output
+	if output == nil {
+		b, err := jsonv.ForType(reflect.TypeFor[Out](), false)
+		if err != nil {
+			return Definition{}, unsupportedSchema([]string{err.Error()})
+		}
+		output = json.RawMessage(b)
+	}
+	if _, violations := jsonv.CompileSchema(output); len(violations) > 0 {
+		return Definition{}, unsupportedSchema(violations)
+	}
+	render := o.render
+	if render == nil {
+		render = defaultRender
+	}
+	def := Definition{
+		Name:            name,
+		Description:     description,
+		Parameters:      json.RawMessage(pjson),
+		Output:          &Output{Schema: output, Render: render, PresentationMeta: o.meta},
+		FinalizeContent: o.finalize,
+		Timeout:         o.timeout,
+		typed:           &typedInfo{params: pschema},
+	}
+	def.Execute = func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error) {
+		if v := pschema.Validate(args, ""); len(v) > 0 {
+			return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+strings.Join(v, "; "))
+		}
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+err.Error())
+		}
+		out, err := fn(ctx, in, rc)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: encoding output: %w", name, err)
+		}
+		return json.RawMessage(b), nil
+	}
+	if c := o.classifier; c != nil {
+		def.IsConcurrencySafe = func(args json.RawMessage) (bool, error) {
+			if v := pschema.Validate(args, ""); len(v) > 0 {
+				return false, nil
+			}
+			return c(args)
+		}
+	}
+	return def, nil
+}
+
+func defaultRender(_, value json.RawMessage) ([]Block, error) {
+	var s string
+	if len(value) > 0 && value[0] == '"' && json.Unmarshal(value, &s) == nil {
+		return []Block{Text(s)}, nil
+	}
+	return []Block{Text(string(value))}, nil
+}

@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Definition describes one tool (SPEC R10). Register keeps its own copy:
+// changing the struct or its maps afterwards has no effect (R18).
+type Definition struct {
+	// Name is the tool's name as the model calls it. "run_code" is reserved.
+	Name string
+	// Description is shown to the model.
+	Description string
+	// Parameters is the model-facing JSON schema of the arguments: any
+	// lossless JSON value (R47); a json.RawMessage keeps its key order. It
+	// is not validated at Register (R11); Schemas rejects a lossy one (R33).
+	Parameters any
+	// Output is mandatory: the output schema, renderer and optional
+	// presentation-metadata projector.
+	Output *Output
+	// Execute is the tool body. It receives the argument snapshot (its own
+	// copy) and a run context, and returns a lossless JSON value (R47) or an
+	// error. It must observe ctx and return only once its work is quiescent.
+	Execute func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error)
+	// FinalizeContent, if set, sees every result of a call that resolved to
+	// this definition at entry; a non-nil return replaces the Content only
+	// (R72–R74).
+	FinalizeContent func(exec Execution, res *Result) ([]Block, error)
+	// Timeout, if non-nil, declares a call timeout. It must be positive
+	// (R11). The core pipeline never enforces it; see TimeoutHook (R83).
+	Timeout *time.Duration
+	// IsConcurrencySafe classifies a call: parallel only when it returns
+	// exactly (true, nil) without panicking (R36).
+	IsConcurrencySafe func(args json.RawMessage) (bool, error)
+	// Presenters is stored and returned by Get, never called (R10, R108).
+	Presenters any
+
+	typed *typedInfo // set by NewTool
+}
+
+// Output declares what a tool returns (R10).
+type Output struct {
+	// Schema is the output JSON schema, in the subset of SPEC §10 (R100).
+	Schema any
+	// Render turns the arguments and the validated value into content.
+	Render func(args, value json.RawMessage) ([]Block, error)
+	// PresentationMeta, if set, projects metadata for top-level calls (R64).
+	PresentationMeta func(args, value json.RawMessage) (any, error)
+}
+
+// Block is one content block of a result.
+type Block struct {
+	// Type is the block kind, e.g. "text" or "image".
+	Type string
+	// Text is the text of a "text" block.
+	Text string
+	// Data is the JSON payload of other block kinds; it must be valid JSON.
+	Data json.RawMessage
+}
+
+// Text returns a text block.
+func Text(s string) Block { return Block{Type: "text", Text: s} }
+
+// Message is one additional context message attached to a result (R77).
+type Message struct {
+	Role string
+	Text string
+}
+
+// Call is one tool call, the input of Execute and ExecutionMode (R41).
+type Call struct {
+	// ID is the call id; RootID defaults to ID.
+	ID     string
+	RootID string
+	// Name is the tool to call.
+	Name string
+	// Arguments is any lossless JSON value (R47), e.g. a json.RawMessage or
+	// a map[string]any. It is read once and never retained or mutated.
+	Arguments any
+	// Agent is the scope key whose view is used; "" is the global view.
+	// Scope methods fill it with the scope's own key.
+	Agent string
+	// Parent is the token of the execution this call is nested in, if any
+	// (R43, R51).
+	Parent Token
+}
+
+// Mode is how a call may be scheduled (R36).
+type Mode int
+
+const (
+	// Exclusive calls run alone. It is the fail-closed default.
+	Exclusive Mode = iota
+	// Parallel calls may overlap with other parallel calls.
+	Parallel
+)
+
+// String returns "exclusive" or "parallel".
+func (m Mode) String() string {
+	if m == Parallel {
+		return "parallel"
+	}
+	return "exclusive"
+}
+
+// Restriction filters the names a scope inherits (SPEC §3). A nil list is
+// absent; an empty non-nil Allow hides every inherited tool.
+type Restriction struct {
+	Allow []string
+	Deny  []string
+}
+
+// ToolSchema is the model-facing projection of a tool (R31).
+type ToolSchema struct {
+	Name        string
+	Description string
+	// Parameters is a fresh copy of the parameter schema as JSON.
+	Parameters json.RawMessage
+}
