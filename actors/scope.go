@@ -95,4 +95,3 @@ func Apply(system *actor.ActorSystem, pid *actor.PID, fn func(*core.Layer) (*cor
 	replyPool.Put(ch)
 	return err
 }
-

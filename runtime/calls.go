@@ -3,7 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	
+
 	"github.com/toolscope/toolscope/internal/jsonv"
 )
 
