@@ -20,15 +20,16 @@ type Release struct{}
 // requests that arrive as protobuf messages are answered by the handler on
 // a goroutine of their own, whose dispatches come back here as Admit.
 type supervisorActor struct {
-	state   admit.State
+	state   admit.Queue
 	handler Handler
 	system  *actor.ActorSystem
 }
 
-// SupervisorProps returns the props of a scope's supervisor.
-func SupervisorProps(system *actor.ActorSystem, h Handler) *actor.Props {
+// SupervisorProps returns the props of a scope's supervisor, which owns
+// the queue of gate g.
+func SupervisorProps(system *actor.ActorSystem, g *admit.Gate, h Handler) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisorActor{handler: h, system: system}
+		return &supervisorActor{state: admit.Queue{G: g}, handler: h, system: system}
 	})
 }
 

@@ -65,8 +65,8 @@ func callMeta(f func(args, value json.RawMessage) (any, error), args, value []by
 // callBody runs the body with its own copy of the arguments (R45).
 func callBody(td *toolDef, ctx context.Context, s *execState) (v any, err error) {
 	defer recovered(&err)
-	rc := &RunContext{s: s}
-	v, err = td.def.Execute(ctx, cloneBytes(s.args), rc)
+	s.rc.s = s
+	v, err = td.def.Execute(ctx, cloneBytes(s.args), &s.rc)
 	if err != nil {
 		return nil, err
 	}

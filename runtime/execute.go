@@ -27,6 +27,7 @@ type execState struct {
 	args   []byte // argument snapshot; nil when it failed (R48)
 
 	finalizer func(Execution, *Result) ([]Block, error)
+	rc        RunContext // handed to the body; embedded to save an allocation
 
 	mu          sync.Mutex
 	deferred    []Message
@@ -271,6 +272,11 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 		defer release()
 	}
 	r.emitStarted(s)
+	if len(h.around) == 0 {
+		// No wrapper: the base result is this execution's own (R65).
+		out := r.base(s, s.ctx)
+		return r.withDeferred(s, out), false
+	}
 	ex := Execution{s}
 	var step func(i int, ctx context.Context) *Result
 	step = func(i int, ctx context.Context) *Result {
@@ -317,6 +323,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	aerr := s.aroundErr
 	deferred := s.deferred
 	s.mu.Unlock()
+	_ = deferred
 	if aerr != nil {
 		// R66: final failure, deferred contexts dropped.
 		return failureFrom(aerr), true
@@ -342,12 +349,21 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 			out = rebuilt
 		}
 	}
-	if len(deferred) > 0 {
-		n := *out
-		n.contexts = append(append(make([]Message, 0, len(deferred)+len(out.contexts)), deferred...), out.contexts...)
-		out = &n
+	_ = deferred
+	return r.withDeferred(s, out), false
+}
+
+// withDeferred prepends the body's deferred contexts to the result's (R65).
+func (r *Registry) withDeferred(s *execState, out *Result) *Result {
+	s.mu.Lock()
+	deferred := s.deferred
+	s.mu.Unlock()
+	if len(deferred) == 0 {
+		return out
 	}
-	return out, false
+	n := *out
+	n.contexts = append(append(make([]Message, 0, len(deferred)+len(out.contexts)), deferred...), out.contexts...)
+	return &n
 }
 
 // base is the innermost next (R61).

@@ -32,6 +32,8 @@ type Registry struct {
 	hookSeq    atomic.Int64
 	prependSeq atomic.Int64
 
+	workers *workerPool
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeDone chan struct{}
@@ -126,6 +128,7 @@ func New(opts ...Option) (*Registry, error) {
 		logger:    cfg.logger,
 		scopes:    map[string]*scopeRec{},
 		closeDone: make(chan struct{}),
+		workers:   newWorkerPool(64),
 	}
 	if cfg.system != nil {
 		r.system = cfg.system
@@ -252,6 +255,7 @@ func (r *Registry) Close(ctx context.Context) error {
 				s.dispose()
 			}
 			r.global.stop()
+			r.workers.close()
 			if r.ownSystem {
 				r.system.Shutdown()
 			}

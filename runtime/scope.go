@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/admit"
 	"github.com/toolscope/toolscope/internal/core"
 )
 
@@ -36,6 +37,7 @@ type shell struct {
 	sending int
 	idle    chan struct{}
 	sup     atomic.Pointer[supervisor]
+	gate    admit.Gate
 }
 
 func (r *Registry) spawnScope(node *core.Node) *Scope {

@@ -14,29 +14,43 @@ import (
 // Admit/Release and knows when the actor is gone.
 type supervisor struct {
 	reg     *Registry
+	gate    *admit.Gate
 	pid     *actor.PID
 	mu      sync.Mutex
 	stopped bool
 }
 
-// supervisorOf returns the supervisor of node's scope, spawning it on first
-// use (an idle scope costs no supervisor). Calls with no agent go through
-// the global scope's supervisor.
-func (r *Registry) supervisorOf(node *core.Node) *supervisor {
-	sh := r.global.shell
-	if node != nil {
-		r.mu.RLock()
-		rec := r.scopes[node.Key]
-		var live *Scope
-		if rec != nil && rec.node == node {
-			live = rec.live
-		}
-		r.mu.RUnlock()
-		if live == nil {
-			return nil // disposed or never created: nothing to serialize against
-		}
-		sh = live.shell
+// admission returns the shell whose gate admits node's dispatches: the
+// scope's own, or the global scope's for calls with no agent. nil means the
+// scope is gone (disposed or never created): nothing to serialize against.
+func (r *Registry) admission(node *core.Node) *shell {
+	if node == nil {
+		return r.global.shell
 	}
+	r.mu.RLock()
+	rec := r.scopes[node.Key]
+	var live *Scope
+	if rec != nil && rec.node == node {
+		live = rec.live
+	}
+	r.mu.RUnlock()
+	if live == nil {
+		return nil
+	}
+	return live.shell
+}
+
+// supervisorOf returns the supervisor of node's scope, spawning it on first
+// use (an idle scope costs no supervisor actor).
+func (r *Registry) supervisorOf(node *core.Node) *supervisor {
+	sh := r.admission(node)
+	if sh == nil {
+		return nil
+	}
+	return r.supervisorFor(sh)
+}
+
+func (r *Registry) supervisorFor(sh *shell) *supervisor {
 	if sup := sh.sup.Load(); sup != nil {
 		return sup
 	}
@@ -48,15 +62,38 @@ func (r *Registry) supervisorOf(node *core.Node) *supervisor {
 	if sh.stopped {
 		return nil
 	}
-	sup := &supervisor{reg: r}
-	sup.pid = r.system.Root.Spawn(actors.SupervisorProps(r.system, nil))
+	sup := &supervisor{reg: r, gate: &sh.gate}
+	sup.pid = r.system.Root.Spawn(actors.SupervisorProps(r.system, &sh.gate, nil))
 	sh.sup.Store(sup)
 	return sup
 }
 
+// acquire admits one dispatch on sh's gate: with one compare-and-swap when
+// nobody waits, else through the supervisor actor, which keeps arrival
+// order. The returned release must be called exactly once.
+func (r *Registry) acquire(sh *shell, parallel bool) (release func()) {
+	if sh.gate.TryAcquire(parallel) {
+		return func() { r.releaseOn(sh) }
+	}
+	sup := r.supervisorFor(sh)
+	if sup == nil || !sup.admitWait(parallel) {
+		return releaseNothing // the scope is being torn down; R7 lets the call finish
+	}
+	return func() { r.releaseOn(sh) }
+}
+
+func (r *Registry) releaseOn(sh *shell) {
+	if sh.gate.TryRelease() {
+		return
+	}
+	// Somebody waits: the supervisor owns the order now.
+	if sup := sh.sup.Load(); sup != nil {
+		sup.release()
+	}
+}
+
 // admitWait sends one Admit and waits for it. ok=false means the
-// supervisor is gone and the call runs unadmitted (the scope is being torn
-// down; R7 says in-flight calls still finish).
+// supervisor is gone and the call runs unadmitted.
 func (sup *supervisor) admitWait(parallel bool) bool {
 	w := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
 	sup.mu.Lock()
@@ -116,14 +153,14 @@ func (g scopeGate) acquire(s *execState) func() {
 	if td, ok := g.reg.resolve(s.node, s.name); ok {
 		s.mode = td.classify(s.args)
 	}
-	sup := g.reg.supervisorOf(s.node)
-	if sup == nil || !sup.admitWait(s.mode == Parallel) {
-		s.running.Store(true)
+	s.running.Store(true)
+	sh := g.reg.admission(s.node)
+	if sh == nil {
 		return func() { s.running.Store(false) }
 	}
-	s.running.Store(true)
+	release := g.reg.acquire(sh, s.mode == Parallel)
 	return func() {
 		s.running.Store(false)
-		sup.release()
+		release()
 	}
 }

@@ -124,7 +124,7 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 		done <- answer{res, err}
 	}
 	if sup := r.supervisorOf(node); sup == nil || !sup.send(&actors.RunTurn{Run: run}) {
-		go run()
+		r.workers.run(run)
 	}
 	a := <-done
 	return a.res, a.err
@@ -212,7 +212,7 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 			if res == nil {
 				release := g.acquire(tc.s)
 				tc.dispatch = true
-				go func(i int, tc *turnCall) {
+				r.workers.run(func() {
 					res, final := r.dispatch(tc.s, tc.h, nil)
 					release()
 					if !final {
@@ -220,7 +220,7 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 					}
 					tc.res, tc.final, tc.post = res, final, !final
 					outcomes <- turnOutcome{i}
-				}(i, tc)
+				})
 			} else {
 				tc.res, tc.post = res, post
 			}
@@ -270,52 +270,52 @@ func schedMode(m Mode) sched.Mode {
 	return sched.Exclusive
 }
 
-// turnGate admits a turn's dispatches through the scope's supervisor: a run
-// of parallel dispatches holds one parallel admission until an exclusive
-// call needs the scope or the turn ends; an exclusive call holds an
-// exclusive admission for its own dispatch.
+// turnGate admits a turn's dispatches on the scope's gate: a run of
+// parallel dispatches holds one parallel admission until an exclusive call
+// needs the scope or the turn ends; an exclusive call holds an exclusive
+// admission for its own dispatch. Used by the runner goroutine only.
 type turnGate struct {
-	reg          *Registry
-	node         *core.Node
-	sup          *supervisor
-	supLoaded    bool
-	parallelHeld bool
+	reg       *Registry
+	node      *core.Node
+	sh        *shell
+	loaded    bool
+	heldParal func() // release of the held parallel admission, if any
 }
 
-func (g *turnGate) supervisor() *supervisor {
-	if !g.supLoaded {
-		g.sup = g.reg.supervisorOf(g.node)
-		g.supLoaded = true
+func (g *turnGate) shell() *shell {
+	if !g.loaded {
+		g.sh = g.reg.admission(g.node)
+		g.loaded = true
 	}
-	return g.sup
+	return g.sh
 }
 
-// acquire runs on the turn's runner goroutine only.
 func (g *turnGate) acquire(s *execState) func() {
-	sup := g.supervisor()
+	sh := g.shell()
 	s.running.Store(true)
 	if s.mode == Parallel {
-		if !g.parallelHeld && sup != nil && sup.admitWait(true) {
-			g.parallelHeld = true
+		if g.heldParal == nil && sh != nil {
+			g.heldParal = g.reg.acquire(sh, true)
 		}
 		return func() { s.running.Store(false) }
 	}
 	g.close()
-	if sup == nil || !sup.admitWait(false) {
+	if sh == nil {
 		return func() { s.running.Store(false) }
 	}
+	release := g.reg.acquire(sh, false)
 	return func() {
 		s.running.Store(false)
-		sup.release()
+		release()
 	}
 }
 
 // close gives back a held parallel admission. The policy only starts an
 // exclusive call, or ends the turn, after the parallel run drained.
 func (g *turnGate) close() {
-	if g.parallelHeld {
-		g.parallelHeld = false
-		g.sup.release()
+	if g.heldParal != nil {
+		g.heldParal()
+		g.heldParal = nil
 	}
 }
 

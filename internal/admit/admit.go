@@ -1,87 +1,165 @@
-// Package admit is the pure admission policy of a scope's supervisor
-// (issue 3): parallel-classified calls overlap, an exclusive call waits
-// until the scope's in-flight calls finish, runs alone and holds later
-// calls back. Admission is first come, first served, so exclusive calls
-// never starve. No goroutines, no clocks: the supervisor actor drives it.
+// Package admit is the admission policy of a scope's supervisor (issue 3):
+// parallel-classified calls overlap, an exclusive call waits until the
+// scope's in-flight calls finish, runs alone and holds later calls back.
+// Admission is first come, first served, so exclusive calls never starve.
+//
+// The state is one atomic word shared by two paths. While nobody waits, a
+// call is admitted and released with one compare-and-swap each (TryAcquire,
+// TryRelease) — no actor hop on the hot path. As soon as a call has to
+// wait, the supervisor actor owns the order: it queues the waiter in a
+// Queue and sets the queued bit, which sends every later acquire and every
+// release through the actor too, until the queue is empty again. No
+// goroutines, no clocks here: the actor drives the Queue.
 package admit
 
-// Waiter is one call waiting for admission. Ready is closed (or sent to)
-// by the shell when the call is admitted.
+import "sync/atomic"
+
+const (
+	countMask  = 1<<32 - 1
+	exclusive  = 1 << 32
+	queuedFlag = 1 << 33
+)
+
+// Gate is the shared admission word of one scope.
+type Gate struct{ w atomic.Uint64 }
+
+// TryAcquire admits a call at once when nobody is queued and the call fits
+// (parallel: no exclusive call runs; exclusive: nothing runs).
+func (g *Gate) TryAcquire(parallel bool) bool {
+	for {
+		s := g.w.Load()
+		if s&queuedFlag != 0 || !fits(s, parallel) {
+			return false
+		}
+		if g.w.CompareAndSwap(s, admitted(s, parallel)) {
+			return true
+		}
+	}
+}
+
+// TryRelease ends one admitted call when nobody is queued. It reports false
+// when the release must go through the supervisor (Queue.Release).
+func (g *Gate) TryRelease() bool {
+	for {
+		s := g.w.Load()
+		if s&queuedFlag != 0 {
+			return false
+		}
+		if g.w.CompareAndSwap(s, released(s)) {
+			return true
+		}
+	}
+}
+
+// Running reports the admitted calls and whether one is exclusive.
+func (g *Gate) Running() (n int, excl bool) {
+	s := g.w.Load()
+	return int(s & countMask), s&exclusive != 0
+}
+
+func fits(s uint64, parallel bool) bool {
+	if parallel {
+		return s&exclusive == 0
+	}
+	return s&countMask == 0
+}
+
+func admitted(s uint64, parallel bool) uint64 {
+	s++
+	if !parallel {
+		s |= exclusive
+	}
+	return s
+}
+
+func released(s uint64) uint64 {
+	if s&countMask > 0 {
+		s--
+	}
+	if s&countMask == 0 {
+		s &^= exclusive
+	}
+	return s
+}
+
+// Waiter is one call waiting for admission. Ready is closed by the
+// supervisor when the call is admitted.
 type Waiter struct {
 	Parallel bool
 	Ready    chan struct{}
 }
 
-// State is the admission state of one scope.
-type State struct {
-	running   int  // admitted, not yet released
-	exclusive bool // the running call is exclusive
-	queue     []*Waiter
-	head      int
+// Queue is the supervisor's side: the waiters in arrival order. Only the
+// supervisor actor uses it, so it needs no lock.
+type Queue struct {
+	G       *Gate
+	waiters []*Waiter
+	head    int
 }
 
-// Admit registers w and returns the waiters admitted now (w itself when it
-// may start at once).
-func (s *State) Admit(w *Waiter) []*Waiter {
-	if s.head == len(s.queue) && s.can(w) {
-		s.start(w)
-		return []*Waiter{w}
-	}
-	s.queue = append(s.queue, w)
-	return nil
+// Admit queues w (it arrived after every waiter already queued) and returns
+// the waiters admitted now.
+func (q *Queue) Admit(w *Waiter) []*Waiter {
+	q.waiters = append(q.waiters, w)
+	q.set(func(s uint64) uint64 { return s | queuedFlag })
+	return q.drain()
 }
 
 // Release ends one admitted call and returns the waiters admitted now.
-func (s *State) Release() []*Waiter {
-	if s.running > 0 {
-		s.running--
-	}
-	if s.running == 0 {
-		s.exclusive = false
-	}
-	var out []*Waiter
-	for s.head < len(s.queue) {
-		w := s.queue[s.head]
-		if !s.can(w) {
-			break
-		}
-		s.queue[s.head] = nil
-		s.head++
-		s.start(w)
-		out = append(out, w)
-	}
-	if s.head == len(s.queue) {
-		s.queue, s.head = s.queue[:0], 0
-	}
-	return out
+func (q *Queue) Release() []*Waiter {
+	q.set(released)
+	return q.drain()
 }
 
 // Drain admits every waiter unconditionally (the supervisor is stopping;
 // nobody may be left waiting).
-func (s *State) Drain() []*Waiter {
-	out := append([]*Waiter(nil), s.queue[s.head:]...)
-	s.queue, s.head = nil, 0
-	s.running += len(out)
+func (q *Queue) Drain() []*Waiter {
+	out := append([]*Waiter(nil), q.waiters[q.head:]...)
+	q.waiters, q.head = nil, 0
+	for range out {
+		q.set(func(s uint64) uint64 { return s + 1 })
+	}
+	q.set(func(s uint64) uint64 { return s &^ queuedFlag })
 	return out
 }
 
-// Running reports the number of admitted calls and whether one of them is
-// exclusive.
-func (s *State) Running() (n int, exclusive bool) { return s.running, s.exclusive }
-
 // Queued is the number of waiting calls.
-func (s *State) Queued() int { return len(s.queue) - s.head }
+func (q *Queue) Queued() int { return len(q.waiters) - q.head }
 
-func (s *State) can(w *Waiter) bool {
-	if w.Parallel {
-		return !s.exclusive
+// drain admits waiters from the head while they fit; with none left it
+// clears the queued bit, handing the fast path back.
+func (q *Queue) drain() []*Waiter {
+	var out []*Waiter
+	for q.head < len(q.waiters) {
+		w := q.waiters[q.head]
+		ok := false
+		q.set(func(s uint64) uint64 {
+			if !fits(s, w.Parallel) {
+				ok = false
+				return s
+			}
+			ok = true
+			return admitted(s, w.Parallel)
+		})
+		if !ok {
+			break
+		}
+		q.waiters[q.head] = nil
+		q.head++
+		out = append(out, w)
 	}
-	return s.running == 0
+	if q.head == len(q.waiters) {
+		q.waiters, q.head = q.waiters[:0], 0
+		q.set(func(s uint64) uint64 { return s &^ queuedFlag })
+	}
+	return out
 }
 
-func (s *State) start(w *Waiter) {
-	s.running++
-	if !w.Parallel {
-		s.exclusive = true
+func (q *Queue) set(f func(uint64) uint64) {
+	for {
+		s := q.G.w.Load()
+		if q.G.w.CompareAndSwap(s, f(s)) {
+			return
+		}
 	}
 }
