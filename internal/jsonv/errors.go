@@ -1,0 +1,33 @@
+package jsonv
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxDepth is the deepest container nesting (arrays and objects) that
+// Encode, Valid, Decode, Validate and CompileSchema accept. Deeper input is
+// rejected with an error wrapping ErrTooDeep instead of exhausting the
+// stack. It is far above what SPEC R34 asks for ("thousands of levels").
+const MaxDepth = 10_000
+
+// ErrNotLossless is returned (wrapped) when a value is outside the lossless
+// JSON set of SPEC R47: NaN, ±Inf, negative zero, a cycle, a Go type other
+// than the accepted ones, malformed JSON text, or nesting deeper than
+// MaxDepth.
+var ErrNotLossless = errors.New("jsonv: value is not lossless JSON")
+
+// ErrTooDeep is returned (wrapped) when nesting exceeds MaxDepth. It wraps
+// ErrNotLossless, so errors.Is(err, ErrNotLossless) also holds.
+var ErrTooDeep = fmt.Errorf("nesting deeper than %d levels: %w", MaxDepth, ErrNotLossless)
+
+// notLossless wraps ErrNotLossless with a reason.
+func notLossless(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, ErrNotLossless)...)
+}
+
+var (
+	errSyntax  = notLossless("malformed JSON text")
+	errNegZero = notLossless("negative zero")
+	errCycle   = notLossless("value contains a cycle")
+)
