@@ -1486,9 +1486,15 @@ type ExecutionFinished struct {
 	// turn_id is the turn the call belongs to; empty outside a turn.
 	TurnId string `protobuf:"bytes,9,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	// group is as in ExecutionStarted.
-	Group         int32 `protobuf:"varint,10,opt,name=group,proto3" json:"group,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Group int32 `protobuf:"varint,10,opt,name=group,proto3" json:"group,omitempty"`
+	// dispatch_done_unix_nanos is when the call's dispatch (around hooks and
+	// body) returned, nanoseconds since the Unix epoch; 0 when the call was
+	// never dispatched. In a turn a result is committed in model order, so
+	// finished_unix_nanos can be later than this for a fast call that waited
+	// behind a slower one.
+	DispatchDoneUnixNanos int64 `protobuf:"varint,11,opt,name=dispatch_done_unix_nanos,json=dispatchDoneUnixNanos,proto3" json:"dispatch_done_unix_nanos,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ExecutionFinished) Reset() {
@@ -1591,6 +1597,13 @@ func (x *ExecutionFinished) GetGroup() int32 {
 	return 0
 }
 
+func (x *ExecutionFinished) GetDispatchDoneUnixNanos() int64 {
+	if x != nil {
+		return x.DispatchDoneUnixNanos
+	}
+	return 0
+}
+
 var File_toolscope_messages_messages_proto protoreflect.FileDescriptor
 
 const file_toolscope_messages_messages_proto_rawDesc = "" +
@@ -1685,7 +1698,7 @@ const file_toolscope_messages_messages_proto_rawDesc = "" +
 	"\n" +
 	"unix_nanos\x18\x05 \x01(\x03R\tunixNanos\x12\x17\n" +
 	"\aturn_id\x18\x06 \x01(\tR\x06turnId\x12\x14\n" +
-	"\x05group\x18\a \x01(\x05R\x05group\"\xd8\x02\n" +
+	"\x05group\x18\a \x01(\x05R\x05group\"\x91\x03\n" +
 	"\x11ExecutionFinished\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x12\n" +
@@ -1697,7 +1710,8 @@ const file_toolscope_messages_messages_proto_rawDesc = "" +
 	"\bis_error\x18\b \x01(\bR\aisError\x12\x17\n" +
 	"\aturn_id\x18\t \x01(\tR\x06turnId\x12\x14\n" +
 	"\x05group\x18\n" +
-	" \x01(\x05R\x05group*j\n" +
+	" \x01(\x05R\x05group\x127\n" +
+	"\x18dispatch_done_unix_nanos\x18\v \x01(\x03R\x15dispatchDoneUnixNanos*j\n" +
 	"\rExecutionMode\x12\x1e\n" +
 	"\x1aEXECUTION_MODE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EXECUTION_MODE_EXCLUSIVE\x10\x01\x12\x1b\n" +

@@ -8,7 +8,7 @@ import (
 
 // Execution events (issue 3): every call publishes exactly one
 // ExecutionStarted and one ExecutionFinished on the actor system's event
-// stream. A dispatched call is "started" when its dispatch is admitted; a
+// stream (a turn's synthetic aborted calls included). A dispatched call is "started" when its dispatch is admitted; a
 // call that ended before dispatch (denied, aborted, failed) is started and
 // finished together, its start stamped with its entry time.
 
@@ -47,6 +47,23 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
 		StartedUnixNanos: s.startedAt, FinishedUnixNanos: time.Now().UnixNano(),
 		OutcomeCode: code, IsError: res.isError, TurnId: s.turnID, Group: s.group,
+		DispatchDoneUnixNanos: s.dispatchEnd,
+	})
+}
+
+// emitSynthetic publishes the event pair of a turn call that never started
+// (R97): it bypasses the registry, but the record of calls stays complete.
+func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32) {
+	if !r.cfg.events {
+		return
+	}
+	now := time.Now().UnixNano()
+	r.system.EventStream.Publish(&messages.ExecutionStarted{
+		CallId: callID, Scope: scope, Tool: tool, UnixNanos: now, TurnId: turnID, Group: group,
+	})
+	r.system.EventStream.Publish(&messages.ExecutionFinished{
+		CallId: callID, Scope: scope, Tool: tool, StartedUnixNanos: now, FinishedUnixNanos: now,
+		OutcomeCode: CodeAbortedBeforeDispatch, IsError: true, TurnId: turnID, Group: group,
 	})
 }
 

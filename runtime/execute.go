@@ -42,6 +42,7 @@ type execState struct {
 	group       int32
 	enteredAt   int64
 	startedAt   int64
+	dispatchEnd int64 // when around+body returned (0: never dispatched)
 	startedSent bool
 }
 
@@ -272,6 +273,9 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 		defer release()
 	}
 	r.emitStarted(s)
+	if r.cfg.events {
+		defer func() { s.dispatchEnd = time.Now().UnixNano() }()
+	}
 	if len(h.around) == 0 {
 		// No wrapper: the base result is this execution's own (R65).
 		out := r.base(s, s.ctx)

@@ -14,7 +14,9 @@ func trivialDef(name string) runtime.Definition {
 		Parameters: json.RawMessage(`{"type":"object"}`),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{"type":"string"}`),
-			Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return []runtime.Block{runtime.Text(string(v))}, nil },
+			Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+				return []runtime.Block{runtime.Text(string(v))}, nil
+			},
 		},
 		Execute: func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
 			return "ok", nil

@@ -168,7 +168,6 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 	states := make([]turnCall, len(calls))
 	outcomes := make(chan turnOutcome, len(calls))
 	g := &turnGate{reg: r, node: node}
-	defer g.close()
 	var group int32
 	groupHead := -1
 	inParallel := false
@@ -246,6 +245,7 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 		case sched.Synthetic:
 			out.Events = append(out.Events, TurnEvent{CallStarted, calls[i].ID}, TurnEvent{ResultRecorded, calls[i].ID})
 			out.Results[i] = abortedBeforeDispatch()
+			r.emitSynthetic(calls[i].ID, agent, calls[i].Name, o.id, group)
 		case sched.Wait:
 			oc := <-outcomes
 			if err := t.DispatchDone(oc.i); err != nil {
@@ -270,16 +270,17 @@ func schedMode(m Mode) sched.Mode {
 	return sched.Exclusive
 }
 
-// turnGate admits a turn's dispatches on the scope's gate: a run of
-// parallel dispatches holds one parallel admission until an exclusive call
-// needs the scope or the turn ends; an exclusive call holds an exclusive
-// admission for its own dispatch. Used by the runner goroutine only.
+// turnGate admits a turn's dispatches on the scope's gate, one admission
+// per dispatch, released by the dispatch itself when it ends (like a single
+// Execute). The turn never holds an admission while its runner runs
+// prepare or commit: a hook or observer there may run a nested exclusive
+// Execute in the same scope (R86), which must not wait for the turn. Used
+// by the runner goroutine only.
 type turnGate struct {
-	reg       *Registry
-	node      *core.Node
-	sh        *shell
-	loaded    bool
-	heldParal func() // release of the held parallel admission, if any
+	reg    *Registry
+	node   *core.Node
+	sh     *shell
+	loaded bool
 }
 
 func (g *turnGate) shell() *shell {
@@ -293,29 +294,13 @@ func (g *turnGate) shell() *shell {
 func (g *turnGate) acquire(s *execState) func() {
 	sh := g.shell()
 	s.running.Store(true)
-	if s.mode == Parallel {
-		if g.heldParal == nil && sh != nil {
-			g.heldParal = g.reg.acquire(sh, true)
-		}
-		return func() { s.running.Store(false) }
-	}
-	g.close()
 	if sh == nil {
 		return func() { s.running.Store(false) }
 	}
-	release := g.reg.acquire(sh, false)
+	release := g.reg.acquire(sh, s.mode == Parallel)
 	return func() {
 		s.running.Store(false)
 		release()
-	}
-}
-
-// close gives back a held parallel admission. The policy only starts an
-// exclusive call, or ends the turn, after the parallel run drained.
-func (g *turnGate) close() {
-	if g.heldParal != nil {
-		g.heldParal()
-		g.heldParal = nil
 	}
 }
 
