@@ -1,103 +1,48 @@
-// Command demo shows toolscope at work: a global toolset, agent scopes that
-// shadow and restrict it, and one model turn run per agent.
+// Command demo shows toolscope at work: a simulated team of agents — a
+// coordinator, workers and nested sub-agents — runs seeded-random model
+// turns concurrently on one registry. Global tools have realistic latency
+// and are classified parallel or exclusive (git by its arguments); scopes
+// shadow and restrict them; a guard, an approver, a redacting post-execute
+// hook and a timeout are in play; one tool panics and the user cancels one
+// turn. It prints a per-agent summary and writes timeline.html, drawn from
+// the registry's execution events.
+//
+//	go run ./cmd/demo [-seed N] [-agents N] [-turns N] [-out DIR] [-json FILE]
 package main
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
-	"strings"
-
-	"github.com/toolscope/toolscope/runtime"
+	"os/signal"
 )
 
 func main() {
-	if err := run(); err != nil {
+	var cfg config
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the simulated plans (same seed, same plan and summary)")
+	flag.IntVar(&cfg.Agents, "agents", 5, "top-level agents, the coordinator included (1–7); coders and researchers bring a sub-agent each")
+	flag.IntVar(&cfg.Turns, "turns", 3, "model turns per top-level agent (1–20)")
+	flag.StringVar(&cfg.OutDir, "out", ".", "directory for timeline.html (empty: don't write it)")
+	flag.StringVar(&cfg.JSONFile, "json", "", "write the raw execution events to this file, one JSON object per line")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q\n", flag.Args())
+		os.Exit(2)
+	}
+	if isTerminal(os.Stderr) {
+		cfg.Progress = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if _, err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-type pathArgs struct {
-	Path string `json:"path"`
-}
-
-func run() error {
-	ctx := context.Background()
-	reg, err := runtime.New()
-	if err != nil {
-		return err
-	}
-	defer reg.Close(ctx)
-
-	read, err := runtime.NewTool("read", "Read a file", func(ctx context.Context, in pathArgs, rc *runtime.RunContext) (string, error) {
-		return "contents of " + in.Path, nil
-	}, runtime.WithParallel())
-	if err != nil {
-		return err
-	}
-	write, err := runtime.NewTool("write", "Write a file", func(ctx context.Context, in pathArgs, rc *runtime.RunContext) (string, error) {
-		return "wrote " + in.Path, nil
-	})
-	if err != nil {
-		return err
-	}
-	g := reg.Global()
-	for _, d := range []runtime.Definition{read, write} {
-		if _, err := g.Register(d); err != nil {
-			return err
-		}
-	}
-	planner, err := reg.NewScope("planner")
-	if err != nil {
-		return err
-	}
-	reviewer, err := planner.NewScope("reviewer")
-	if err != nil {
-		return err
-	}
-	if _, err := reviewer.Restrict(runtime.Restriction{Deny: []string{"write"}}); err != nil {
-		return err
-	}
-	if _, err := reviewer.Guard(func(e runtime.Execution) (string, bool) {
-		args, _ := e.Arguments()
-		var a pathArgs
-		_ = json.Unmarshal(args, &a)
-		if strings.HasPrefix(a.Path, "/etc") {
-			return "reviewer may not read outside the workspace", true
-		}
-		return "", false
-	}); err != nil {
-		return err
-	}
-	for _, s := range []*runtime.Scope{g, planner, reviewer} {
-		name := s.Key()
-		if name == "" {
-			name = "(global)"
-		}
-		fmt.Printf("%-10s sees %v\n", name, s.Tools())
-	}
-	calls := []runtime.TurnCall{
-		{ID: "1", Name: "read", Arguments: `{"path":"a.go"}`},
-		{ID: "2", Name: "read", Arguments: `{"path":"/etc/passwd"}`},
-		{ID: "3", Name: "write", Arguments: `{"path":"b.go"}`},
-	}
-	for _, s := range []*runtime.Scope{planner, reviewer} {
-		turn, err := s.ExecuteTurn(ctx, calls)
-		if err != nil {
-			return err
-		}
-		for i, res := range turn.Results {
-			status := "ok"
-			if res.IsError() {
-				status = "error"
-				if c := res.Code(); c != "" {
-					status += " " + c
-				}
-			}
-			fmt.Printf("%-10s %s(%s) -> %s: %s\n", s.Key(), calls[i].Name, calls[i].Arguments, status, res.Text())
-		}
-	}
-	return nil
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// The simulated team. Every agent is one scope; sub-agents are nested
+// scopes whose turns run inside their parent's "delegate" call.
+
+const (
+	roleCoordinator = "coordinator"
+	roleCoder       = "coder"
+	roleReviewer    = "reviewer"
+	roleResearcher  = "researcher"
+	roleTester      = "tester" // nested under a coder
+	roleScout       = "scout"  // nested under a researcher
+)
+
+// workerRoles is the order in which top-level workers join the team.
+var workerRoles = []string{roleCoder, roleReviewer, roleResearcher, roleCoder, roleReviewer, roleResearcher}
+
+// agentPlan is one agent's script: its scope and the turns its model will
+// emit. Sub-agents have no turns of their own: they run the turns listed in
+// Plan.Delegations when their parent's delegate call executes.
+type agentPlan struct {
+	Key    string
+	Role   string
+	Parent string // "" for top-level agents
+	Depth  int
+	Turns  []turnPlan
+}
+
+// turnPlan is one assistant message: the tool calls the model wrote.
+type turnPlan struct {
+	ID    string
+	Calls []runtime.TurnCall
+	// InterruptOn, if set, is the call id during which the simulated user
+	// presses Ctrl-C: the turn's context is cancelled shortly after that call
+	// starts (seen on the event stream).
+	InterruptOn string
+}
+
+// Plan is the whole scripted run. It depends on the seed and the flags
+// only, never on timing.
+type Plan struct {
+	Seed   uint64
+	Agents []*agentPlan
+	// Delegations maps a delegate call id to the turn its sub-agent runs.
+	Delegations map[string]turnPlan
+	// Args maps every call id to its argument text (for the timeline).
+	Args map[string]string
+}
+
+func (p *Plan) agent(key string) *agentPlan {
+	for _, a := range p.Agents {
+		if a.Key == key {
+			return a
+		}
+	}
+	return nil
+}
+
+// topLevelTurns is the number of turns the driver starts.
+func (p *Plan) topLevelTurns() int {
+	n := 0
+	for _, a := range p.Agents {
+		n += len(a.Turns)
+	}
+	return n
+}
+
+// totalTurns counts the top-level turns and the delegated sub-agent turns.
+func (p *Plan) totalTurns() int { return p.topLevelTurns() + len(p.Delegations) }
+
+func args(v map[string]any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+var (
+	srcFiles = []string{"/workspace/cmd/api/main.go", "/workspace/internal/auth/token.go", "/workspace/internal/store/pg.go",
+		"/workspace/internal/store/cache.go", "/workspace/go.mod", "/workspace/README.md", "/workspace/internal/api/routes.go",
+		"/workspace/internal/api/handlers_test.go", "/workspace/docs/ARCHITECTURE.md"}
+	queries = []string{"postgres connection pool tuning", "jwt refresh token rotation", "go 1.26 iterator patterns",
+		"http retry backoff jitter", "lru cache eviction benchmark", "structured logging slog handler"}
+	codeQueries = []string{"func NewStore", "TODO(auth)", "ctx.Done()", "sql.ErrNoRows", "type Cache interface"}
+	urls        = []string{"https://pkg.go.dev/net/http", "https://go.dev/blog/range-functions", "https://www.postgresql.org/docs/16/runtime-config-connection.html",
+		"https://datatracker.ietf.org/doc/html/rfc6749", "https://github.com/golang/go/issues/61405"}
+	gitReads  = []string{"status --short", "diff HEAD~1", "log --oneline -n 20", "blame internal/auth/token.go", "show HEAD"}
+	gitWrites = []string{"commit -am 'wip: cache layer'", "checkout -b feature/cache", "stash"}
+	builds    = []string{"go build ./...", "go vet ./...", "gofmt -l ."}
+	testPkgs  = []string{"./internal/auth", "./internal/store", "./internal/api", "./cmd/api"}
+)
+
+// planner draws one agent's calls from a seeded source.
+type planner struct {
+	r      *rand.Rand
+	prefix string // call id prefix, e.g. "coder-1/t2"
+	n      int
+	calls  []runtime.TurnCall
+}
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+func (p *planner) add(name, a string) string {
+	p.n++
+	id := fmt.Sprintf("%s/c%d", p.prefix, p.n)
+	p.calls = append(p.calls, runtime.TurnCall{ID: id, Name: name, Arguments: a})
+	return id
+}
+
+func (p *planner) read()  { p.add("read", args(map[string]any{"path": pick(p.r, srcFiles)})) }
+func (p *planner) lint()  { p.add("lint", args(map[string]any{"path": pick(p.r, srcFiles)})) }
+func (p *planner) fetch() { p.add("fetch", args(map[string]any{"url": pick(p.r, urls)})) }
+func (p *planner) search() {
+	p.add("search", args(map[string]any{"query": pick(p.r, queries)}))
+}
+func (p *planner) codeSearch() {
+	p.add("search", args(map[string]any{"query": pick(p.r, codeQueries)}))
+}
+func (p *planner) gitRead()  { p.add("git", args(map[string]any{"args": pick(p.r, gitReads)})) }
+func (p *planner) gitWrite() { p.add("git", args(map[string]any{"args": pick(p.r, gitWrites)})) }
+func (p *planner) write() {
+	p.add("write", args(map[string]any{"path": pick(p.r, srcFiles), "content": "// edited by the agent\n"}))
+}
+func (p *planner) build() { p.add("shell", args(map[string]any{"cmd": pick(p.r, builds)})) }
+func (p *planner) test() {
+	p.add("shell", args(map[string]any{"cmd": "go test " + pick(p.r, testPkgs)}))
+}
+
+// weighted picks one of the generators by weight.
+func (p *planner) weighted(gens ...any) {
+	total := 0
+	for i := 1; i < len(gens); i += 2 {
+		total += gens[i].(int)
+	}
+	x := p.r.IntN(total)
+	for i := 0; i < len(gens); i += 2 {
+		w := gens[i+1].(int)
+		if x < w {
+			gens[i].(func())()
+			return
+		}
+		x -= w
+	}
+}
+
+// filler appends n calls typical of role.
+func (p *planner) filler(role string, n int) {
+	for range n {
+		switch role {
+		case roleCoordinator:
+			p.weighted(p.read, 3, p.search, 2, p.fetch, 1, p.gitRead, 2)
+		case roleCoder:
+			p.weighted(p.read, 4, p.codeSearch, 3, p.gitRead, 1, p.write, 2, p.build, 1, p.gitWrite, 1)
+		case roleReviewer:
+			p.weighted(p.read, 4, p.gitRead, 3, p.lint, 2, p.codeSearch, 1)
+		case roleResearcher:
+			p.weighted(p.fetch, 3, p.search, 3, p.read, 1)
+		case roleTester:
+			p.weighted(p.test, 4, p.read, 1, p.lint, 1)
+		case roleScout:
+			p.weighted(p.fetch, 3, p.search, 2)
+		}
+	}
+}
+
+// newPlan builds the scripted run. Every feature the demo shows is placed
+// at a fixed spot; the rest of each turn is seeded-random filler.
+func newPlan(seed uint64, agents, turns int) (*Plan, error) {
+	if agents < 1 || agents > 1+len(workerRoles) {
+		return nil, fmt.Errorf("-agents must be between 1 and %d, got %d", 1+len(workerRoles), agents)
+	}
+	if turns < 1 || turns > 20 {
+		return nil, fmt.Errorf("-turns must be between 1 and 20, got %d", turns)
+	}
+	plan := &Plan{Seed: seed, Delegations: map[string]turnPlan{}, Args: map[string]string{}}
+	count := map[string]int{}
+	add := func(role, parent string, depth int) *agentPlan {
+		count[role]++
+		key := role
+		if role != roleCoordinator {
+			key = fmt.Sprintf("%s-%d", role, count[role])
+		}
+		if parent != "" {
+			key = parent + "." + role
+		}
+		a := &agentPlan{Key: key, Role: role, Parent: parent, Depth: depth}
+		plan.Agents = append(plan.Agents, a)
+		return a
+	}
+	add(roleCoordinator, "", 0)
+	for i := range agents - 1 {
+		w := add(workerRoles[i], "", 0)
+		switch w.Role {
+		case roleCoder:
+			add(roleTester, w.Key, 1)
+		case roleResearcher:
+			add(roleScout, w.Key, 1)
+		}
+	}
+	last := turns - 1
+	for ai, a := range plan.Agents {
+		if a.Parent != "" {
+			continue
+		}
+		r := rand.New(rand.NewPCG(seed, uint64(ai)+1))
+		for t := range turns {
+			tp := turnPlan{ID: fmt.Sprintf("%s/t%d", a.Key, t+1)}
+			p := &planner{r: r, prefix: tp.ID}
+			p.filler(a.Role, 2+r.IntN(3))
+			switch a.Role {
+			case roleCoordinator:
+				if t == 0 {
+					p.add("read", args(map[string]any{"path": "/workspace/.env"})) // secret → redacted
+				}
+				if t == min(1, last) {
+					p.add("git", args(map[string]any{"args": "push origin main"})) // Ask → approved
+				}
+				if t == last {
+					// The user interrupts a long end-to-end run; the calls after
+					// it are never dispatched.
+					tp.InterruptOn = p.add("shell", args(map[string]any{"cmd": "make e2e"}))
+					p.read()
+					p.gitRead()
+				}
+			case roleCoder:
+				if t == 0 {
+					p.add("delegate", args(map[string]any{"task": "run the unit tests"}))
+				}
+				if t == min(1, last) {
+					p.add("write", args(map[string]any{"path": "/etc/hosts", "content": "127.0.0.1 api.internal\n"})) // guard
+					p.add("shell", args(map[string]any{"cmd": "rm -rf /workspace/build"}))                            // Ask → rejected
+				}
+				if t == last && t > 0 {
+					p.add("delegate", args(map[string]any{"task": "re-run the tests"}))
+				}
+			case roleReviewer:
+				if t == 0 {
+					p.add("lint", args(map[string]any{"path": "/workspace/web/static/app.min.js"})) // panics
+				}
+				if t == min(1, last) {
+					p.add("write", args(map[string]any{"path": "/workspace/REVIEW.md", "content": "LGTM"})) // restricted
+				}
+			case roleResearcher:
+				if t == 0 {
+					p.add("fetch", args(map[string]any{"url": "https://slow.example.com/report.pdf"})) // timeout
+				}
+				if t == min(1, last) {
+					p.add("delegate", args(map[string]any{"task": "collect benchmarks"}))
+				}
+			}
+			p.filler(a.Role, r.IntN(2))
+			tp.Calls = p.calls
+			a.Turns = append(a.Turns, tp)
+		}
+		// Sub-agent turns, one per delegate call, drawn from the same source.
+		for _, tp := range a.Turns {
+			for _, c := range tp.Calls {
+				if c.Name != "delegate" {
+					continue
+				}
+				subRole := roleTester
+				if a.Role == roleResearcher {
+					subRole = roleScout
+				}
+				sub := plan.agent(a.Key + "." + subRole)
+				st := turnPlan{ID: fmt.Sprintf("%s/%s", sub.Key, strings.ReplaceAll(c.ID[len(a.Key)+1:], "/", "."))}
+				sp := &planner{r: r, prefix: st.ID}
+				sp.filler(subRole, 3+r.IntN(3))
+				if subRole == roleTester && len(plan.Delegations) == 0 {
+					sp.add("lint", args(map[string]any{"path": "/workspace/web/static/vendor.min.js"})) // panics
+				}
+				st.Calls = sp.calls
+				plan.Delegations[c.ID] = st
+			}
+		}
+	}
+	for _, a := range plan.Agents {
+		for _, tp := range a.Turns {
+			for _, c := range tp.Calls {
+				plan.Args[c.ID] = c.Arguments
+			}
+		}
+	}
+	for _, tp := range plan.Delegations {
+		for _, c := range tp.Calls {
+			plan.Args[c.ID] = c.Arguments
+		}
+	}
+	return plan, nil
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/toolscope/toolscope/messages"
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// config is what the flags set.
+type config struct {
+	Seed     uint64
+	Agents   int
+	Turns    int
+	OutDir   string    // timeline.html goes here; "" writes no file
+	JSONFile string    // raw execution events as JSON lines; "" for none
+	Progress io.Writer // live progress line; nil for none
+}
+
+// callRecord is one call as the execution events describe it: the bars of
+// the timeline and the rows of the summary come from these, never from
+// the demo's own bookkeeping. Args and Message are joined in by call id
+// (the events carry neither).
+type callRecord struct {
+	CallID, Agent, Tool, Turn string
+	Mode                      messages.ExecutionMode
+	Group                     int32
+	Start, End                int64 // unix nanos, from the events
+	// Dispatched is when the tool's dispatch returned (0: never
+	// dispatched). A turn's ExecutionFinished is stamped when the result is
+	// committed in model order, so for a parallel call End includes the
+	// wait for earlier calls; Dispatched tells the two apart.
+	Dispatched    int64
+	Code          string
+	IsError       bool
+	Args, Message string
+}
+
+// recorder subscribes to the registry's event stream.
+type recorder struct {
+	mu       sync.Mutex
+	finished []*messages.ExecutionFinished
+	raw      []any // every event, in publish order
+	dispatch map[string]int64
+	onStart  func(*messages.ExecutionStarted)
+
+	inFlight, done atomic.Int64
+}
+
+func (r *recorder) handle(evt any) {
+	switch e := evt.(type) {
+	case *messages.ExecutionStarted:
+		r.mu.Lock()
+		r.raw = append(r.raw, e)
+		cb := r.onStart
+		r.mu.Unlock()
+		r.inFlight.Add(1)
+		if cb != nil {
+			cb(e)
+		}
+	case *messages.ExecutionFinished:
+		r.mu.Lock()
+		r.finished = append(r.finished, e)
+		r.raw = append(r.raw, e)
+		r.mu.Unlock()
+		r.inFlight.Add(-1)
+		r.done.Add(1)
+	}
+}
+
+// dispatchHook is the outermost around hook: it notes when each call's
+// dispatch returned, before post-execute and the model-order commit.
+func (r *recorder) dispatchHook(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
+	res := next(nil)
+	now := time.Now().UnixNano()
+	r.mu.Lock()
+	r.dispatch[e.CallID()] = now
+	r.mu.Unlock()
+	return res, nil
+}
+
+// end is when the call's own work ended: its dispatch if it had one, its
+// finished event otherwise.
+func (c callRecord) end() int64 {
+	if c.Dispatched != 0 && c.Dispatched < c.End {
+		return c.Dispatched
+	}
+	return c.End
+}
+
+// run plays the plan of cfg on a fresh registry, writes the artefacts and
+// the summary table to stdout, and returns the summary.
+func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
+	plan, err := newPlan(cfg.Seed, cfg.Agents, cfg.Turns)
+	if err != nil {
+		return nil, err
+	}
+	ps := &policyStats{}
+	reg, err := runtime.New(runtime.WithMaxParallel(4), runtime.WithApprover(approver(ps)))
+	if err != nil {
+		return nil, err
+	}
+	defer reg.Close(context.Background())
+	if err := globalTools(reg, ps); err != nil {
+		return nil, err
+	}
+
+	rec := &recorder{dispatch: map[string]int64{}}
+	if _, err := reg.Global().OnExecute(rec.dispatchHook, runtime.Prepend()); err != nil {
+		return nil, err
+	}
+	sub := reg.ActorSystem().EventStream.Subscribe(rec.handle)
+	defer reg.ActorSystem().EventStream.Unsubscribe(sub)
+
+	// The simulated user presses Ctrl-C while a marked call runs.
+	interrupts := map[string]context.CancelFunc{}
+	var imu sync.Mutex
+	rec.onStart = func(e *messages.ExecutionStarted) {
+		imu.Lock()
+		cancel := interrupts[e.GetCallId()]
+		imu.Unlock()
+		if cancel != nil {
+			time.AfterFunc(interruptWait, cancel)
+		}
+	}
+
+	var (
+		turnsDone  atomic.Int64
+		resMu      sync.Mutex
+		results    = map[string]*runtime.Result{}
+		turnErrs   []error
+		neverStart int
+		cancelled  int
+	)
+	collect := func(calls []runtime.TurnCall, tr *runtime.TurnResult, err error) {
+		turnsDone.Add(1)
+		resMu.Lock()
+		defer resMu.Unlock()
+		if err != nil {
+			turnErrs = append(turnErrs, err)
+			return
+		}
+		for i, r := range tr.Results {
+			results[calls[i].ID] = r
+		}
+	}
+
+	// Scopes: one per agent, sub-agents nested under their parent.
+	scopes := map[string]*runtime.Scope{}
+	delegate := func(ctx context.Context, subKey string, rc *runtime.RunContext) (string, error) {
+		tp, ok := plan.Delegations[rc.Execution().CallID()]
+		if !ok {
+			return "", fmt.Errorf("no task planned for %s", subKey)
+		}
+		tr, err := scopes[subKey].ExecuteTurn(ctx, tp.Calls, runtime.TurnID(tp.ID))
+		collect(tp.Calls, tr, err)
+		if err != nil {
+			return "", err
+		}
+		failed := 0
+		for _, r := range tr.Results {
+			if r.IsError() {
+				failed++
+			}
+		}
+		return fmt.Sprintf("%s finished %d calls, %d failed", subKey, len(tr.Results), failed), nil
+	}
+	for _, a := range plan.Agents {
+		var s *runtime.Scope
+		if a.Parent == "" {
+			s, err = reg.NewScope(a.Key)
+		} else {
+			s, err = scopes[a.Parent].NewScope(a.Key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		scopes[a.Key] = s
+		if err := scopedTools(s, a, delegate); err != nil {
+			return nil, fmt.Errorf("%s: %w", a.Key, err)
+		}
+	}
+
+	// Live progress on stderr.
+	begin := time.Now()
+	stopProgress := startProgress(cfg.Progress, begin, plan.totalTurns(), &turnsDone, rec)
+
+	// Every top-level agent runs its turns one after another; the agents
+	// run concurrently.
+	var wg sync.WaitGroup
+	for _, a := range plan.Agents {
+		if a.Parent != "" {
+			continue
+		}
+		wg.Go(func() {
+			for _, tp := range a.Turns {
+				tctx, cancel := context.WithCancel(ctx)
+				if tp.InterruptOn != "" {
+					imu.Lock()
+					interrupts[tp.InterruptOn] = cancel
+					imu.Unlock()
+				}
+				tr, err := scopes[a.Key].ExecuteTurn(tctx, tp.Calls, runtime.TurnID(tp.ID))
+				if tctx.Err() != nil && ctx.Err() == nil {
+					resMu.Lock()
+					cancelled++
+					resMu.Unlock()
+				}
+				cancel()
+				collect(tp.Calls, tr, err)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	stopProgress()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(turnErrs) > 0 {
+		return nil, fmt.Errorf("turn failed: %w", turnErrs[0])
+	}
+
+	// Join the events into call records.
+	rec.mu.Lock()
+	calls := make([]callRecord, 0, len(rec.finished))
+	for _, f := range rec.finished {
+		if f.GetMode() == messages.ModeUnspecified && f.GetOutcomeCode() == runtime.CodeAbortedBeforeDispatch && f.GetDispatchDoneUnixNanos() == 0 && f.GetTurnId() != "" {
+			// A synthetic pair (R97): the call never started.
+			neverStart++
+			continue
+		}
+		c := callRecord{
+			CallID: f.GetCallId(), Agent: f.GetScope(), Tool: f.GetTool(), Turn: f.GetTurnId(),
+			Mode: f.GetMode(), Group: f.GetGroup(), Start: f.GetStartedUnixNanos(), End: f.GetFinishedUnixNanos(),
+			Code: f.GetOutcomeCode(), IsError: f.GetIsError(), Args: plan.Args[f.GetCallId()],
+			Dispatched: rec.dispatch[f.GetCallId()],
+		}
+		if r := results[c.CallID]; r != nil {
+			if r.IsError() {
+				c.Message = r.ErrorMessage()
+			} else {
+				c.Message = r.Text()
+			}
+		}
+		calls = append(calls, c)
+	}
+	raw := rec.raw
+	rec.mu.Unlock()
+
+	sum := summarize(plan, calls)
+	sum.Elapsed = elapsed
+	sum.Turns = plan.totalTurns()
+	sum.Cancelled = cancelled
+	sum.NeverStarted = neverStart
+	sum.Redacted = int(ps.redacted.Load())
+	sum.Approved = int(ps.approved.Load())
+	sum.Rejected = int(ps.rejected.Load())
+	if n := len(results); n != len(calls)+neverStart {
+		return nil, fmt.Errorf("internal: %d results but %d finished events and %d never-started calls", n, len(calls), neverStart)
+	}
+
+	if cfg.JSONFile != "" {
+		if err := writeEvents(cfg.JSONFile, raw); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.OutDir != "" {
+		if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+			return nil, err
+		}
+		sum.Timeline = filepath.Join(cfg.OutDir, "timeline.html")
+		if err := writeTimeline(sum.Timeline, plan, sum, calls); err != nil {
+			return nil, err
+		}
+	}
+	sum.WriteTable(stdout, true)
+	return sum, nil
+}
+
+// startProgress redraws one status line on w until the returned stop is
+// called; with a nil w it does nothing.
+func startProgress(w io.Writer, begin time.Time, turns int, done *atomic.Int64, rec *recorder) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	draw := func() {
+		el := time.Since(begin)
+		rate := float64(rec.done.Load()) / max(el.Seconds(), 1e-3)
+		fmt.Fprintf(w, "\r\033[K▶ turns %d/%d · calls in flight %d · %d calls done · %.0f calls/s · %.1fs",
+			done.Load(), turns, rec.inFlight.Load(), rec.done.Load(), rate, el.Seconds())
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				draw()
+				fmt.Fprint(w, "\n")
+				return
+			case <-t.C:
+				draw()
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// writeEvents writes every execution event as one JSON line.
+func writeEvents(name string, events []any) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	mo := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
+	for _, e := range events {
+		var kind string
+		var b []byte
+		var merr error
+		switch x := e.(type) {
+		case *messages.ExecutionStarted:
+			kind = "ExecutionStarted"
+			b, merr = mo.Marshal(x)
+		case *messages.ExecutionFinished:
+			kind = "ExecutionFinished"
+			b, merr = mo.Marshal(x)
+		}
+		if merr != nil {
+			f.Close()
+			return merr
+		}
+		if err := enc.Encode(struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}{kind, b}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolscope/toolscope/messages"
+)
+
+// AgentStats is one row of the summary, computed from execution events.
+type AgentStats struct {
+	Agent     string
+	Depth     int
+	Calls     int
+	Parallel  int
+	Exclusive int
+	OK        int
+	Denied    int
+	Failed    map[string]int // by outcome code
+	// Serial is the sum of the call durations (event start to the end of
+	// dispatch): the time a one-at-a-time runner would have needed. Wall is
+	// the time at least one call of the agent was running.
+	Serial, Wall time.Duration
+}
+
+// Saved is the time parallel dispatch saved against a serial run.
+func (a AgentStats) Saved() time.Duration { return a.Serial - a.Wall }
+
+// Summary is the outcome of one demo run.
+type Summary struct {
+	Seed         uint64
+	Agents       []AgentStats
+	Total        AgentStats
+	Turns        int
+	Cancelled    int // turns the simulated user interrupted
+	NeverStarted int // calls of cancelled turns that never dispatched
+	Redacted     int // secrets the post-execute hook removed
+	Approved     int // approver answers
+	Rejected     int
+	Elapsed      time.Duration
+	Timeline     string // path of timeline.html, if written
+}
+
+// summarize folds the call records into per-agent rows, in plan order.
+func summarize(plan *Plan, calls []callRecord) *Summary {
+	byAgent := map[string][]callRecord{}
+	for _, c := range calls {
+		byAgent[c.Agent] = append(byAgent[c.Agent], c)
+	}
+	s := &Summary{Seed: plan.Seed}
+	var all []callRecord
+	for _, a := range plan.Agents {
+		row := stats(a.Key, byAgent[a.Key])
+		row.Depth = a.Depth
+		s.Agents = append(s.Agents, row)
+		all = append(all, byAgent[a.Key]...)
+	}
+	s.Total = stats("total", all)
+	// Across agents, "serial" is the sum of each agent's own serial time and
+	// "wall" the sum of their busy time: the saving is what parallel
+	// dispatch within turns bought, not agents running side by side.
+	s.Total.Serial, s.Total.Wall = 0, 0
+	for _, r := range s.Agents {
+		s.Total.Serial += r.Serial
+		s.Total.Wall += r.Wall
+	}
+	return s
+}
+
+func stats(agent string, calls []callRecord) AgentStats {
+	row := AgentStats{Agent: agent, Failed: map[string]int{}}
+	type iv struct{ a, b int64 }
+	var ivs []iv
+	for _, c := range calls {
+		row.Calls++
+		switch c.Mode {
+		case messages.ModeParallel:
+			row.Parallel++
+		default:
+			row.Exclusive++
+		}
+		switch {
+		case !c.IsError:
+			row.OK++
+		case c.Code == messages.OutcomeDenied:
+			row.Denied++
+		default:
+			row.Failed[c.Code]++
+		}
+		row.Serial += time.Duration(c.end() - c.Start)
+		ivs = append(ivs, iv{c.Start, c.end()})
+	}
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].a < ivs[j].a })
+	var curA, curB int64
+	for i, x := range ivs {
+		if i == 0 || x.a > curB {
+			if i > 0 {
+				row.Wall += time.Duration(curB - curA)
+			}
+			curA, curB = x.a, x.b
+		} else if x.b > curB {
+			curB = x.b
+		}
+	}
+	if len(ivs) > 0 {
+		row.Wall += time.Duration(curB - curA)
+	}
+	return row
+}
+
+func failedText(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, code := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", code, m[code]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Round(time.Millisecond).Milliseconds()) }
+
+func savedText(a AgentStats) string {
+	if a.Serial <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%d%%)", ms(a.Saved()), int(100*a.Saved()/a.Serial))
+}
+
+// WriteTable prints the per-agent table. Without timings the output
+// depends on the seed and flags only: it is what the golden test compares.
+func (s *Summary) WriteTable(w io.Writer, timings bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	hdr := "AGENT\tCALLS\tPARALLEL\tEXCLUSIVE\tOK\tDENIED\tFAILED BY CODE"
+	if timings {
+		hdr += "\tSERIAL\tWALL\tSAVED BY PARALLELISM"
+	}
+	fmt.Fprintln(tw, hdr)
+	line := func(name string, a AgentStats) {
+		l := fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%s", name, a.Calls, a.Parallel, a.Exclusive, a.OK, a.Denied, failedText(a.Failed))
+		if timings {
+			l += fmt.Sprintf("\t%s\t%s\t%s", ms(a.Serial), ms(a.Wall), savedText(a))
+		}
+		fmt.Fprintln(tw, l)
+	}
+	for _, a := range s.Agents {
+		name := a.Agent
+		if a.Depth > 0 {
+			name = strings.Repeat("  ", a.Depth-1) + "└ " + a.Agent[strings.LastIndex(a.Agent, ".")+1:]
+		}
+		line(name, a)
+	}
+	line("total", s.Total)
+	tw.Flush()
+	fmt.Fprintf(w, "\n%d turns (%d cancelled by the user, %d of their calls never dispatched) · %d secrets redacted · approver: %d allowed, %d rejected\n",
+		s.Turns, s.Cancelled, s.NeverStarted, s.Redacted, s.Approved, s.Rejected)
+	if timings {
+		fmt.Fprintf(w, "seed %d · %d calls in %s", s.Seed, s.Total.Calls, ms(s.Elapsed))
+		if s.Timeline != "" {
+			fmt.Fprintf(w, " · timeline: %s", s.Timeline)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Golden is the timing-free rendering of the summary.
+func (s *Summary) Golden() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "seed %d\n", s.Seed)
+	s.WriteTable(&sb, false)
+	return sb.String()
+}
