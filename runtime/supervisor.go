@@ -147,7 +147,10 @@ type scopeGate struct{ reg *Registry }
 
 func (g scopeGate) acquire(s *execState) func() {
 	if p := s.parent.s; p != nil && p.node == s.node && p.running.Load() {
-		return releaseNothing
+		// Runs under the parent's admission; mark it running so its own
+		// nested calls do too (two levels deep must not deadlock).
+		s.running.Store(true)
+		return func() { s.running.Store(false) }
 	}
 	s.mode, s.classified = Exclusive, true
 	if td, ok := g.reg.resolve(s.node, s.name); ok {

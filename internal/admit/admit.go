@@ -18,21 +18,33 @@ const (
 	countMask  = 1<<32 - 1
 	exclusive  = 1 << 32
 	queuedFlag = 1 << 33
+	// pendingOne counts a caller that failed the fast path and is on its
+	// way to the supervisor. While any is pending, nobody takes the fast
+	// path, so a later call cannot overtake one that already had to wait.
+	pendingOne = 1 << 34
+	// waiting is set while anyone is queued or pending.
+	waiting = ^uint64(pendingOne-1) | queuedFlag
 )
 
 // Gate is the shared admission word of one scope.
 type Gate struct{ w atomic.Uint64 }
 
-// TryAcquire admits a call at once when nobody is queued and the call fits
-// (parallel: no exclusive call runs; exclusive: nothing runs).
+// TryAcquire admits a call at once when nobody waits and the call fits
+// (parallel: no exclusive call runs; exclusive: nothing runs). Otherwise it
+// records the caller as pending, in the same atomic step, and returns
+// false: the caller must then send its Waiter to the supervisor, whose
+// Queue.Admit clears the mark.
 func (g *Gate) TryAcquire(parallel bool) bool {
 	for {
 		s := g.w.Load()
-		if s&queuedFlag != 0 || !fits(s, parallel) {
-			return false
+		if s&waiting == 0 && fits(s, parallel) {
+			if g.w.CompareAndSwap(s, admitted(s, parallel)) {
+				return true
+			}
+			continue
 		}
-		if g.w.CompareAndSwap(s, admitted(s, parallel)) {
-			return true
+		if g.w.CompareAndSwap(s, s+pendingOne) {
+			return false
 		}
 	}
 }
@@ -42,7 +54,7 @@ func (g *Gate) TryAcquire(parallel bool) bool {
 func (g *Gate) TryRelease() bool {
 	for {
 		s := g.w.Load()
-		if s&queuedFlag != 0 {
+		if s&waiting != 0 {
 			return false
 		}
 		if g.w.CompareAndSwap(s, released(s)) {
@@ -97,11 +109,16 @@ type Queue struct {
 	head    int
 }
 
-// Admit queues w (it arrived after every waiter already queued) and returns
-// the waiters admitted now.
+// Admit queues w, whose TryAcquire failed and marked it pending, and
+// returns the waiters admitted now.
 func (q *Queue) Admit(w *Waiter) []*Waiter {
 	q.waiters = append(q.waiters, w)
-	q.set(func(s uint64) uint64 { return s | queuedFlag })
+	q.set(func(s uint64) uint64 {
+		if s>>34 > 0 {
+			s -= pendingOne
+		}
+		return s | queuedFlag
+	})
 	return q.drain()
 }
 
@@ -149,6 +166,8 @@ func (q *Queue) drain() []*Waiter {
 		out = append(out, w)
 	}
 	if q.head == len(q.waiters) {
+		// Empty: hand the fast path back (it stays off while a caller is
+		// still pending on its way here).
 		q.waiters, q.head = q.waiters[:0], 0
 		q.set(func(s uint64) uint64 { return s &^ queuedFlag })
 	}
