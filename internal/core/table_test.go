@@ -1,0 +1,101 @@
+package core
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// The base+delta table must behave exactly like a plain map under any
+// sequence of adds and removes, across merges.
+func TestToolTable_MatchesMapModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tab toolTable
+	model := map[string]*Entry{}
+	history := []toolTable{}
+	for step := 0; step < 20000; step++ {
+		name := fmt.Sprintf("t%d", rng.IntN(600))
+		if rng.IntN(3) == 0 {
+			tab = tab.without(name)
+			delete(model, name)
+		} else if _, ok := model[name]; !ok {
+			e := &Entry{ID: uint64(step), Name: name}
+			tab = tab.with(name, e)
+			model[name] = e
+		}
+		if tab.n != len(model) {
+			t.Fatalf("step %d: n = %d, model %d", step, tab.n, len(model))
+		}
+		if step%500 == 0 {
+			history = append(history, tab)
+		}
+	}
+	for name, e := range model {
+		if got, ok := tab.get(name); !ok || got != e {
+			t.Fatalf("get(%q) = %v, %v; want %v", name, got, ok, e)
+		}
+	}
+	count := 0
+	tab.each(func(e *Entry) {
+		count++
+		if model[e.Name] != e {
+			t.Fatalf("each yielded stale %q", e.Name)
+		}
+	})
+	if count != len(model) {
+		t.Fatalf("each yielded %d, want %d", count, len(model))
+	}
+	// Older snapshots are immutable: their counts still match their contents.
+	for _, h := range history {
+		n := 0
+		h.each(func(*Entry) { n++ })
+		if n != h.n {
+			t.Fatalf("snapshot changed: each %d, n %d", n, h.n)
+		}
+	}
+}
+
+// R29/R35: a shadow replaces in place unless the inherited entry was
+// restricted away, in which case it is appended.
+func TestChain_R29_ViewOrder(t *testing.T) {
+	global := NewNode("", nil)
+	parent := NewNode("p", nil)
+	child := NewNode("c", parent)
+	add := func(n *Node, names ...string) {
+		l := n.Layer()
+		for i, name := range names {
+			l, _, _ = l.AddTool(Entry{ID: uint64(i + 1), Name: name})
+		}
+		n.Publish(l)
+	}
+	add(global, "a", "b", "c")
+	add(parent, "b", "d")
+	add(child, "a", "c")
+	child.Publish(child.Layer().AddRestriction(&Restriction{ID: 9, Deny: map[string]struct{}{"c": {}}}))
+	chain := Load(global, child)
+	var got []string
+	for _, e := range chain.View() {
+		got = append(got, e.Name)
+	}
+	want := []string{"a", "b", "d", "c"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("view = %v, want %v", got, want)
+	}
+	// "b" resolves to the parent's entry (nearest layer wins).
+	if e, ok := chain.Lookup("b"); !ok || e != mustLookup(t, parent.Layer(), "b") {
+		t.Fatalf("Lookup(b) = %v, %v", e, ok)
+	}
+	// "c" is denied for inherited entries but the child's own is exempt.
+	if e, ok := chain.Lookup("c"); !ok || e != mustLookup(t, child.Layer(), "c") {
+		t.Fatalf("Lookup(c) = %v, %v", e, ok)
+	}
+}
+
+func mustLookup(t *testing.T, l *Layer, name string) *Entry {
+	t.Helper()
+	e, ok := l.Lookup(name)
+	if !ok {
+		t.Fatalf("%q missing", name)
+	}
+	return e
+}
