@@ -471,7 +471,7 @@ func (r *Registry) recheck(s *execState, res *Result) *Result {
 // runPost is post-execute (R68–R71).
 func (r *Registry) runPost(s *execState, h hooks, res *Result) *Result {
 	if len(h.post) == 0 {
-		return res
+		return res // the innermost default is Accept{} (R68)
 	}
 	ex := Execution{s}
 	var step func(i int) (PostDecision, error)
@@ -571,6 +571,9 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 
 // runPre is the pre-execute waterfall (R52).
 func runPre(ex Execution, list []core.Entry) (Decision, error) {
+	if len(list) == 0 {
+		return Allow(), nil
+	}
 	var step func(i int) (Decision, error)
 	step = func(i int) (Decision, error) {
 		if i == len(list) {

@@ -97,6 +97,10 @@ type owner struct {
 	mu       sync.Mutex
 	disposed bool
 	inflight sync.WaitGroup
+	// removing counts layer removals started by disposers called outside
+	// teardown, so teardown (and the actor stop after it) waits for them
+	// instead of letting them hit a stopped actor and leak the entry.
+	removing sync.WaitGroup
 	tail     *registration
 }
 
@@ -155,6 +159,7 @@ func (o *owner) teardown() {
 		}
 		o.mu.Unlock()
 		if g == nil {
+			o.removing.Wait()
 			return
 		}
 		g.dispose()
@@ -174,15 +179,28 @@ type registration struct {
 }
 
 func (g *registration) dispose() {
-	if !g.done.CompareAndSwap(false, true) {
-		return
-	}
-	if o := g.owner; o != nil {
+	o := g.owner
+	if o == nil {
+		if !g.done.CompareAndSwap(false, true) {
+			return
+		}
+	} else {
+		// Claim and unlink atomically, so a concurrent teardown either
+		// disposes g itself or waits for this removal (o.removing).
 		o.mu.Lock()
+		if !g.done.CompareAndSwap(false, true) {
+			o.mu.Unlock()
+			return
+		}
 		o.unlinkLocked(g)
+		o.removing.Add(1)
 		o.mu.Unlock()
 	}
-	if g.remove() {
+	changed := g.remove()
+	if o != nil {
+		o.removing.Done()
+	}
+	if changed {
 		if err := g.reg.notify(); err != nil {
 			g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", err))
 		}
@@ -377,15 +395,11 @@ func unknownNamesError(unknown, known []string) error {
 	return fmt.Errorf("%w: unknown global %s %s; known global tools: %s", ErrInvalidRestriction, word, strings.Join(quoted, ", "), k)
 }
 
-func nameSet(names []string) map[string]struct{} {
+func nameSet(names []string) *core.NameSet {
 	if names == nil {
 		return nil
 	}
-	m := make(map[string]struct{}, len(names))
-	for _, n := range names {
-		m[n] = struct{}{}
-	}
-	return m
+	return core.NewNameSet(names)
 }
 
 // HookOption configures a hook registration.

@@ -86,8 +86,10 @@ func (r *Registry) releaseOn(sh *shell) {
 	if sh.gate.TryRelease() {
 		return
 	}
-	// Somebody waits: the supervisor owns the order now.
-	if sup := sh.sup.Load(); sup != nil {
+	// Somebody waits or is on the way: the supervisor owns the order now.
+	// It may not exist yet (the waiter that failed the fast path may still
+	// be spawning it), so spawn it here rather than drop the release.
+	if sup := r.supervisorFor(sh); sup != nil {
 		sup.release()
 	}
 }

@@ -37,23 +37,56 @@ type Entry struct {
 // non-nil set is present (SPEC R21 Go note).
 type Restriction struct {
 	ID    uint64
-	Allow map[string]struct{}
-	Deny  map[string]struct{}
+	Allow *NameSet
+	Deny  *NameSet
 }
 
 // Admits reports whether the filter lets an inherited name through (R22).
 func (r *Restriction) Admits(name string) bool {
-	if r.Allow != nil {
-		if _, ok := r.Allow[name]; !ok {
-			return false
-		}
+	if r.Allow != nil && !r.Allow.Has(name) {
+		return false
 	}
-	if r.Deny != nil {
-		if _, ok := r.Deny[name]; ok {
-			return false
-		}
+	if r.Deny != nil && r.Deny.Has(name) {
+		return false
 	}
 	return true
+}
+
+// smallSet is the size up to which a NameSet is a plain slice: a few names
+// scanned linearly cost less memory and time than a Go map (a restriction's
+// memory grows with its own names only, never with the number of tools).
+const smallSet = 8
+
+// NameSet is an immutable set of names.
+type NameSet struct {
+	list []string
+	m    map[string]struct{}
+}
+
+// NewNameSet copies names into a set.
+func NewNameSet(names []string) *NameSet {
+	if len(names) <= smallSet {
+		return &NameSet{list: append(make([]string, 0, len(names)), names...)}
+	}
+	m := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		m[n] = struct{}{}
+	}
+	return &NameSet{m: m}
+}
+
+// Has reports whether name is in the set.
+func (s *NameSet) Has(name string) bool {
+	if s.m != nil {
+		_, ok := s.m[name]
+		return ok
+	}
+	for _, n := range s.list {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Layer is the immutable state one scope owns. A new Layer is produced for

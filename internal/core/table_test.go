@@ -71,7 +71,7 @@ func TestChain_R29_ViewOrder(t *testing.T) {
 	add(global, "a", "b", "c")
 	add(parent, "b", "d")
 	add(child, "a", "c")
-	child.Publish(child.Layer().AddRestriction(&Restriction{ID: 9, Deny: map[string]struct{}{"c": {}}}))
+	child.Publish(child.Layer().AddRestriction(&Restriction{ID: 9, Deny: NewNameSet([]string{"c"})}))
 	chain := Load(global, child)
 	var got []string
 	for _, e := range chain.View() {
