@@ -1,0 +1,119 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// Example is the README's quick start.
+func Example() {
+	reg, err := runtime.New(runtime.WithMaxParallel(10))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+
+	read, _ := runtime.NewTool("read", "Read a file",
+		func(ctx context.Context, in struct {
+			Path string `json:"path"`
+		}, rc *runtime.RunContext) (string, error) {
+			return "contents of " + in.Path, nil
+		}, runtime.WithParallel())
+	reg.Global().Register(read)
+
+	planner, _ := reg.NewScope("planner")
+	worker, _ := planner.NewScope("worker")
+	worker.Restrict(runtime.Restriction{Allow: []string{"read"}})
+
+	res := worker.Execute(context.Background(), runtime.Call{
+		ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)})
+	fmt.Println(res.Text()) // contents of a.txt
+	// Output: contents of a.txt
+}
+
+func exampleTool(name string) runtime.Definition {
+	d, err := runtime.NewTool(name, "the "+name+" tool",
+		func(ctx context.Context, in struct{}, rc *runtime.RunContext) (string, error) {
+			return name + " ran", nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return d
+}
+
+func ExampleScope_Restrict() {
+	reg, _ := runtime.New()
+	defer reg.Close(context.Background())
+	for _, name := range []string{"read", "write", "bash"} {
+		reg.Global().Register(exampleTool(name))
+	}
+
+	agent, _ := reg.NewScope("agent")
+	sub, _ := agent.NewScope("sub")
+
+	// Deny bash to the agent and everything below it.
+	lift, _ := agent.Restrict(runtime.Restriction{Deny: []string{"bash"}})
+	fmt.Println("agent:", agent.Tools())
+
+	// A child's allow-list narrows further, and also hides tools registered later.
+	sub.Restrict(runtime.Restriction{Allow: []string{"read"}})
+	reg.Global().Register(exampleTool("grep"))
+	fmt.Println("sub:", sub.Tools())
+
+	// Names are checked when you restrict.
+	_, err := agent.Restrict(runtime.Restriction{Deny: []string{"rm"}})
+	fmt.Println(err)
+
+	lift()
+	fmt.Println("agent after lift:", agent.Tools())
+	fmt.Println("global:", reg.Global().Tools())
+	// Output:
+	// agent: [read write]
+	// sub: [read]
+	// runtime: invalid restriction: unknown global tool "rm"; known global tools: bash, grep, read, write
+	// agent after lift: [read write bash grep]
+	// global: [read write bash grep]
+}
+
+func ExampleScope_Execute() {
+	reg, _ := runtime.New()
+	defer reg.Close(context.Background())
+
+	greet, _ := runtime.NewTool("greet", "Greet someone",
+		func(ctx context.Context, in struct {
+			Name string `json:"name"`
+		}, rc *runtime.RunContext) (string, error) {
+			return "hello, " + in.Name, nil
+		})
+	reg.Global().Register(greet)
+	agent, _ := reg.NewScope("agent")
+
+	// A guard is a deny-only check.
+	agent.Guard(func(e runtime.Execution) (string, bool) {
+		args, _ := e.Arguments()
+		var in struct{ Name string }
+		json.Unmarshal(args, &in)
+		return "no greeting for " + in.Name, in.Name == "mallory"
+	})
+
+	ctx := context.Background()
+	for _, call := range []runtime.Call{
+		{ID: "1", Name: "greet", Arguments: json.RawMessage(`{"name":"ada"}`)},
+		{ID: "2", Name: "greet", Arguments: json.RawMessage(`{"name":42}`)},
+		{ID: "3", Name: "greet", Arguments: json.RawMessage(`{"name":"mallory"}`)},
+		{ID: "4", Name: "shout"},
+	} {
+		res := agent.Execute(ctx, call)
+		fmt.Printf("%s: error=%v code=%q %s\n", call.ID, res.IsError(), res.Code(), res.Text())
+	}
+	// Output:
+	// 1: error=false code="" hello, ada
+	// 2: error=true code="INVALID_ARGS" Error: invalid arguments: "name" must be a string
+	// 3: error=true code="" Error: no greeting for mallory
+	// 4: error=true code="UNKNOWN_TOOL" Error: unknown tool "shout"
+}
