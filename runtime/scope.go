@@ -24,6 +24,8 @@ type Scope struct {
 	shell *shell    // shared by a scope and its owner groups
 	own   *owner
 	group bool
+	// groupReg is the group's entry in its parent's owner list.
+	groupReg *registration
 
 	disposeOnce sync.Once
 }
@@ -241,7 +243,7 @@ func (s *Scope) Group() (*Scope, error) {
 	}
 	defer s.own.end()
 	g := &Scope{reg: s.reg, node: s.node, rec: s.rec, shell: s.shell, own: &owner{}, group: true}
-	s.track(func() bool { g.own.teardown(); return false })
+	g.groupReg = s.track(func() bool { g.own.teardown(); return false })
 	return g, nil
 }
 
@@ -260,10 +262,14 @@ func (s *Scope) Dispose() {
 
 func (s *Scope) dispose() {
 	s.disposeOnce.Do(func() {
-		s.own.teardown()
 		if s.group {
+			// Through the parent's registration, so the parent forgets the
+			// group (no growth with create/dispose cycles).
+			s.groupReg.dispose()
+			s.own.teardown() // no-op if the registration ran it already
 			return
 		}
+		s.own.teardown()
 		r := s.reg
 		r.mu.Lock()
 		if s.rec.live == s {

@@ -161,8 +161,7 @@ func (td *toolDef) classify(args []byte) (mode Mode) {
 	return Exclusive
 }
 
-// encodeJSON snapshots a lossless JSON value (R47). A nil value (absent
-// arguments) is the empty object.
+// encodeJSON snapshots a lossless JSON value (R47); nil is JSON null.
 func encodeJSON(v any) ([]byte, error) {
 	return jsonv.Encode(v)
 }
