@@ -16,11 +16,15 @@ func (r *Registry) emitStarted(s *execState) {
 	if !r.cfg.events || s.startedSent {
 		return
 	}
+	r.publishStarted(s, time.Now().UnixNano())
+}
+
+func (r *Registry) publishStarted(s *execState, at int64) {
 	s.startedSent = true
-	s.startedAt = time.Now().UnixNano()
+	s.startedAt = at
 	r.system.EventStream.Publish(&messages.ExecutionStarted{
 		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
-		UnixNanos: s.startedAt, TurnId: s.turnID, Group: s.group,
+		UnixNanos: at, TurnId: s.turnID, Group: s.group,
 	})
 }
 
@@ -29,12 +33,7 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 		return
 	}
 	if !s.startedSent {
-		s.startedSent = true
-		s.startedAt = s.enteredAt
-		r.system.EventStream.Publish(&messages.ExecutionStarted{
-			CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
-			UnixNanos: s.startedAt, TurnId: s.turnID, Group: s.group,
-		})
+		r.publishStarted(s, s.enteredAt)
 	}
 	code := res.errCode
 	if res.isError && !res.hasInfo {

@@ -325,9 +325,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	out := step(0, s.ctx)
 	s.mu.Lock()
 	aerr := s.aroundErr
-	deferred := s.deferred
 	s.mu.Unlock()
-	_ = deferred
 	if aerr != nil {
 		// R66: final failure, deferred contexts dropped.
 		return failureFrom(aerr), true
@@ -353,7 +351,6 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 			out = rebuilt
 		}
 	}
-	_ = deferred
 	return r.withDeferred(s, out), false
 }
 
