@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolscope/toolscope/internal/core"
+	"github.com/toolscope/toolscope/internal/jsonv"
 )
 
 // execState is one execution: the identity every stage shares (R43) and
@@ -24,7 +25,12 @@ type execState struct {
 	agent  string
 	parent Token
 	node   *core.Node
-	args   []byte // argument snapshot; nil when it failed (R48)
+	sh     *shell     // the scope's admission, when the caller has it at hand
+	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the SPEC says live
+	args   []byte     // argument snapshot; nil when it failed (R48)
+	// argsChecked records that the typed helper's schema already accepted
+	// args (classification), so the body does not validate them again.
+	argsChecked *jsonv.Schema
 
 	finalizer func(Execution, *Result) ([]Block, error)
 	rc        RunContext // handed to the body; embedded to save an allocation
@@ -52,7 +58,7 @@ type execState struct {
 // result.
 func (s *Scope) Execute(ctx context.Context, call Call) *Result {
 	call.Agent = s.node.Key
-	return s.reg.executeOn(ctx, s.viewNode(), call)
+	return s.reg.executeWith(ctx, s.viewNode(), s.shell, call)
 }
 
 // Execute runs one call in the view of call.Agent ("" = global view).
@@ -61,6 +67,12 @@ func (r *Registry) Execute(ctx context.Context, call Call) *Result {
 }
 
 func (r *Registry) executeOn(ctx context.Context, node *core.Node, call Call) *Result {
+	return r.executeWith(ctx, node, nil, call)
+}
+
+// executeWith runs a call; sh is the scope's shell when the caller holds
+// the handle (saves a registry lookup on the hot path), else nil.
+func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, call Call) *Result {
 	if ctx == nil {
 		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
 	}
@@ -68,6 +80,7 @@ func (r *Registry) executeOn(ctx context.Context, node *core.Node, call Call) *R
 		return codedFailure(NameClosed, CodeClosed, "registry closed")
 	}
 	s := r.newExec(ctx, node, call)
+	s.sh = sh
 	return r.run(s, scopeGate{r})
 }
 
@@ -85,15 +98,16 @@ func (r *Registry) newExec(ctx context.Context, node *core.Node, call Call) *exe
 	if s.rootID == "" {
 		s.rootID = s.callID
 	}
-	if r.cfg.events {
+	if r.listening() {
 		s.enteredAt = time.Now().UnixNano()
 	}
 	if node == nil {
 		s.agent = ""
 	}
-	// R44: entry capture of the finalizer.
-	if td, ok := r.resolve(node, call.Name); ok {
-		s.finalizer = td.def.FinalizeContent
+	// R44: entry capture of the finalizer, from one load of the chain.
+	s.chain = core.Load(r.global.node, node)
+	if e, ok := s.chain.Lookup(call.Name); ok {
+		s.finalizer = e.Payload.(*toolDef).def.FinalizeContent
 	}
 	// R45, R47: one lossless snapshot before any hook.
 	if b, err := encodeJSON(call.Arguments); err == nil {
@@ -107,8 +121,9 @@ type hooks struct {
 	pre, around, post, result []core.Entry
 }
 
-func (r *Registry) hooksFor(node *core.Node) hooks {
-	chain := core.Load(r.global.node, node)
+// hooksFor returns the hooks admitted for s, from the chain s loaded.
+func (r *Registry) hooksFor(s *execState) hooks {
+	chain := &s.chain
 	return hooks{
 		pre:    chain.Callbacks(core.KindPre, nil),
 		around: chain.Callbacks(core.KindAround, nil),
@@ -125,7 +140,7 @@ type gate interface {
 
 // run executes the stages of R49 for s and returns the final result.
 func (r *Registry) run(s *execState, g gate) *Result {
-	h := r.hooksFor(s.node)
+	h := r.hooksFor(s)
 	res := r.pipeline(s, h, g)
 	return r.finish(s, res, h)
 }
@@ -256,9 +271,8 @@ func (r *Registry) evalGuards(s *execState) (reason string, denied bool, err err
 	if reason, deny, err := check(r.global.node); err != nil || deny {
 		return reason, deny, err
 	}
-	chain := core.Load(r.global.node, s.node)
-	for i := chain.Len() - 1; i >= 0; i-- {
-		if reason, deny, err := check(chain.NodeAt(i)); err != nil || deny {
+	for i := s.chain.Len() - 1; i >= 0; i-- {
+		if reason, deny, err := check(s.chain.NodeAt(i)); err != nil || deny {
 			return reason, deny, err
 		}
 	}
@@ -273,7 +287,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 		defer release()
 	}
 	r.emitStarted(s)
-	if r.cfg.events {
+	if s.startedSent {
 		defer func() { s.dispatchEnd = time.Now().UnixNano() }()
 	}
 	if len(h.around) == 0 {
@@ -415,14 +429,24 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 	if v := td.outSchema.Validate(b, "value"); len(v) > 0 {
 		return invalidOutput(td.name, v...)
 	}
-	content, err := callRender(td.def.Output.Render, s.args, b)
+	var content []Block
+	var err error
+	if td.trustedRender {
+		// The typed helper's own renderer keeps and changes nothing.
+		content, err = defaultRender(s.args, b)
+	} else {
+		content, err = callRender(td.def.Output.Render, s.args, b)
+		if err == nil {
+			content = cloneBlocks(content)
+		}
+	}
 	if err != nil {
 		return invalidOutput(td.name, "output.render failed: "+messageOf(err))
 	}
 	if !blocksSafe(content) {
 		return invalidOutput(td.name, "output.render returned non-lossless JSON")
 	}
-	res := &Result{value: b, content: cloneBlocks(content)}
+	res := &Result{value: b, content: content}
 	if s.parent.IsZero() && td.def.Output.PresentationMeta != nil {
 		m, err := callMeta(td.def.Output.PresentationMeta, s.args, b)
 		if err != nil {
@@ -691,4 +715,35 @@ func cloneMessages(m []Message) []Message {
 		return nil
 	}
 	return append([]Message(nil), m...)
+}
+
+// scopeGate admits single executions through the scope's supervisor. A
+// nested call whose parent is dispatching in the same scope runs under the
+// parent's admission (no deadlock for composite exclusive tools).
+type scopeGate struct{ reg *Registry }
+
+func (g scopeGate) acquire(s *execState) func() {
+	if p := s.parent.s; p != nil && p.node == s.node && p.running.Load() {
+		// Runs under the parent's admission; mark it running so its own
+		// nested calls do too (two levels deep must not deadlock).
+		s.running.Store(true)
+		return func() { s.running.Store(false) }
+	}
+	s.mode, s.classified = Exclusive, true
+	if td, ok := g.reg.resolve(s.node, s.name); ok {
+		s.mode = td.classifyExec(s)
+	}
+	s.running.Store(true)
+	sh := s.sh
+	if sh == nil {
+		sh = g.reg.admission(s.node)
+	}
+	if sh == nil {
+		return func() { s.running.Store(false) }
+	}
+	release := g.reg.acquire(sh, s.mode == Parallel)
+	return func() {
+		s.running.Store(false)
+		release()
+	}
 }

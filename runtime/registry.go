@@ -33,6 +33,9 @@ type Registry struct {
 	prependSeq atomic.Int64
 
 	workers *workerPool
+	// eventBase is the number of event-stream subscribers the actor system
+	// had when the registry started; events are built only beyond it.
+	eventBase int32
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -136,6 +139,7 @@ func New(opts ...Option) (*Registry, error) {
 		r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discardLogger }))
 		r.ownSystem = true
 	}
+	r.eventBase = r.system.EventStream.Length()
 	r.global = r.spawnScope(core.NewNode("", nil))
 	return r, nil
 }

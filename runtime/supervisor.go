@@ -141,31 +141,3 @@ func (sup *supervisor) stop() {
 }
 
 var releaseNothing = func() {}
-
-// scopeGate admits single executions through the scope's supervisor. A
-// nested call whose parent is dispatching in the same scope runs under the
-// parent's admission (no deadlock for composite exclusive tools).
-type scopeGate struct{ reg *Registry }
-
-func (g scopeGate) acquire(s *execState) func() {
-	if p := s.parent.s; p != nil && p.node == s.node && p.running.Load() {
-		// Runs under the parent's admission; mark it running so its own
-		// nested calls do too (two levels deep must not deadlock).
-		s.running.Store(true)
-		return func() { s.running.Store(false) }
-	}
-	s.mode, s.classified = Exclusive, true
-	if td, ok := g.reg.resolve(s.node, s.name); ok {
-		s.mode = td.classify(s.args)
-	}
-	s.running.Store(true)
-	sh := g.reg.admission(s.node)
-	if sh == nil {
-		return func() { s.running.Store(false) }
-	}
-	release := g.reg.acquire(sh, s.mode == Parallel)
-	return func() {
-		s.running.Store(false)
-		release()
-	}
-}

@@ -21,6 +21,14 @@ type toolDef struct {
 	// validateArgs is set by the typed helper: it checks the argument
 	// snapshot before the author's body (R105) and classifier (R106).
 	validateArgs *jsonv.Schema
+	// classifier is the typed helper author's classifier, called after the
+	// registry validated the arguments itself.
+	classifier func(json.RawMessage) (bool, error)
+	// trustedRender marks the typed helper's own renderer, which neither
+	// keeps nor changes its inputs, so they need no defensive copies.
+	trustedRender bool
+	// alwaysParallel: the typed helper's WithParallel (no callback at all).
+	alwaysParallel bool
 }
 
 func newToolDef(def Definition) (*toolDef, error) {
@@ -52,6 +60,9 @@ func newToolDef(def Definition) (*toolDef, error) {
 	td := &toolDef{name: def.Name, outSchema: schema, outJSON: outJSON}
 	if def.typed != nil {
 		td.validateArgs = def.typed.params
+		td.classifier = def.typed.classifier
+		td.alwaysParallel = def.typed.alwaysParallel
+		td.trustedRender = def.typed.defaultRender
 	}
 	td.params, td.paramsErr = jsonv.Encode(def.Parameters)
 	if def.Parameters == nil {
@@ -146,15 +157,47 @@ func (td *toolDef) classify(args []byte) (mode Mode) {
 	if f == nil {
 		return Exclusive
 	}
-	if td.validateArgs != nil && len(td.validateArgs.Validate(args, "")) > 0 {
+	if td.validateArgs != nil {
+		if len(td.validateArgs.Validate(args, "")) > 0 {
+			return Exclusive
+		}
+		if td.alwaysParallel {
+			return Parallel
+		}
+		f = td.classifier // validated: the author's classifier itself
+	}
+	return callClassifier(f, args)
+}
+
+// classifyExec classifies an execution's arguments; a typed tool's
+// validation is remembered so the body does not repeat it.
+func (td *toolDef) classifyExec(s *execState) Mode {
+	f := td.def.IsConcurrencySafe
+	if f == nil || s.args == nil {
 		return Exclusive
 	}
+	if v := td.validateArgs; v != nil {
+		if s.argsChecked != v {
+			if len(v.Validate(s.args, "")) > 0 {
+				return Exclusive
+			}
+			s.argsChecked = v
+		}
+		if td.alwaysParallel {
+			return Parallel
+		}
+		f = td.classifier
+	}
+	return callClassifier(f, s.args)
+}
+
+func callClassifier(f func(json.RawMessage) (bool, error), args []byte) (mode Mode) {
 	defer func() {
 		if recover() != nil {
 			mode = Exclusive
 		}
 	}()
-	ok, err := f(args)
+	ok, err := f(cloneBytes(args))
 	if err == nil && ok {
 		return Parallel
 	}

@@ -188,7 +188,7 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 			mode := Exclusive
 			if tc.s.args != nil {
 				if td, ok := r.resolve(node, tc.s.name); ok {
-					mode = td.classify(tc.s.args)
+					mode = td.classifyExec(tc.s)
 				}
 			}
 			tc.mode = mode
@@ -206,7 +206,8 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 		case sched.Prepare:
 			tc := &states[i]
 			out.Events = append(out.Events, TurnEvent{CallStarted, calls[i].ID})
-			tc.h = r.hooksFor(node)
+			tc.s.chain = core.Load(r.global.node, node) // hooks and guards as of this start
+			tc.h = r.hooksFor(tc.s)
 			res, post := r.gate(tc.s, tc.h)
 			if res == nil {
 				release := g.acquire(tc.s)

@@ -14,7 +14,10 @@ import (
 // typedInfo is what NewTool adds to a Definition: the compiled parameter
 // schema that guards the body (R105) and the classifier (R106).
 type typedInfo struct {
-	params *jsonv.Schema
+	params         *jsonv.Schema
+	classifier     func(json.RawMessage) (bool, error) // the author's, unwrapped
+	alwaysParallel bool
+	defaultRender  bool
 }
 
 // ToolOption configures NewTool.
@@ -25,6 +28,7 @@ type toolOptions struct {
 	output     any
 	timeout    *time.Duration
 	classifier func(args json.RawMessage) (bool, error)
+	parallel   bool
 	render     func(args, value json.RawMessage) ([]Block, error)
 	meta       func(args, value json.RawMessage) (any, error)
 	finalize   func(Execution, *Result) ([]Block, error)
@@ -55,6 +59,7 @@ func WithTimeout(d time.Duration) ToolOption {
 func WithParallel() ToolOption {
 	return toolOptionFunc(func(o *toolOptions) {
 		o.classifier = func(json.RawMessage) (bool, error) { return true, nil }
+		o.parallel = true
 	})
 }
 
@@ -138,11 +143,15 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		Output:          &Output{Schema: output, Render: render, PresentationMeta: o.meta},
 		FinalizeContent: o.finalize,
 		Timeout:         o.timeout,
-		typed:           &typedInfo{params: pschema},
+		typed:           &typedInfo{params: pschema, classifier: o.classifier, alwaysParallel: o.parallel, defaultRender: o.render == nil},
 	}
 	def.Execute = func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error) {
-		if v := pschema.Validate(args, ""); len(v) > 0 {
-			return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+strings.Join(v, "; "))
+		// R105: validated inside the body, unless this execution's
+		// classification already checked the same bytes against pschema.
+		if rc == nil || rc.s == nil || rc.s.argsChecked != pschema {
+			if v := pschema.Validate(args, ""); len(v) > 0 {
+				return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+strings.Join(v, "; "))
+			}
 		}
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
@@ -170,9 +179,21 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 }
 
 func defaultRender(_, value json.RawMessage) ([]Block, error) {
+	if n := len(value); n >= 2 && value[0] == '"' && !hasEscape(value[1:n-1]) {
+		return []Block{Text(string(value[1 : n-1]))}, nil
+	}
 	var s string
 	if len(value) > 0 && value[0] == '"' && json.Unmarshal(value, &s) == nil {
 		return []Block{Text(s)}, nil
 	}
 	return []Block{Text(string(value))}, nil
+}
+
+func hasEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
 }
