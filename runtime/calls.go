@@ -66,7 +66,11 @@ func callMeta(f func(args, value json.RawMessage) (any, error), args, value []by
 func callBody(td *toolDef, ctx context.Context, s *execState) (v any, err error) {
 	defer recovered(&err)
 	s.rc.s = s
-	v, err = td.def.Execute(ctx, cloneBytes(s.args), &s.rc)
+	args := s.args
+	if td.validateArgs == nil {
+		args = cloneBytes(args) // a raw body may keep or change its copy (R45)
+	}
+	v, err = td.def.Execute(ctx, args, &s.rc)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 
 	"github.com/toolscope/toolscope/internal/core"
@@ -58,11 +59,14 @@ func newToolDef(def Definition) (*toolDef, error) {
 		return nil, fmt.Errorf("%w: tool %q must declare execute", ErrInvalidDefinition, def.Name)
 	}
 	td := &toolDef{name: def.Name, outSchema: schema, outJSON: outJSON}
-	if def.typed != nil {
+	if def.typed != nil && reflect.ValueOf(def.Execute).Pointer() == def.typed.execPtr {
 		td.validateArgs = def.typed.params
-		td.classifier = def.typed.classifier
-		td.alwaysParallel = def.typed.alwaysParallel
-		td.trustedRender = def.typed.defaultRender
+		if def.IsConcurrencySafe != nil && reflect.ValueOf(def.IsConcurrencySafe).Pointer() == def.typed.classPtr {
+			td.classifier = def.typed.classifier
+			td.alwaysParallel = def.typed.alwaysParallel
+		}
+		td.trustedRender = def.typed.defaultRender && def.Output != nil && def.Output.Render != nil &&
+			reflect.ValueOf(def.Output.Render).Pointer() == reflect.ValueOf(defaultRender).Pointer()
 	}
 	td.params, td.paramsErr = jsonv.Encode(def.Parameters)
 	if def.Parameters == nil {
@@ -164,7 +168,9 @@ func (td *toolDef) classify(args []byte) (mode Mode) {
 		if td.alwaysParallel {
 			return Parallel
 		}
-		f = td.classifier // validated: the author's classifier itself
+		if td.classifier != nil {
+			f = td.classifier // validated: the author's classifier itself
+		}
 	}
 	return callClassifier(f, args)
 }
@@ -186,7 +192,9 @@ func (td *toolDef) classifyExec(s *execState) Mode {
 		if td.alwaysParallel {
 			return Parallel
 		}
-		f = td.classifier
+		if td.classifier != nil {
+			f = td.classifier
+		}
 	}
 	return callClassifier(f, s.args)
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/toolscope/toolscope/internal/jsonv"
 )
@@ -14,10 +15,16 @@ import (
 // typedInfo is what NewTool adds to a Definition: the compiled parameter
 // schema that guards the body (R105) and the classifier (R106).
 type typedInfo struct {
-	params         *jsonv.Schema
-	classifier     func(json.RawMessage) (bool, error) // the author's, unwrapped
+	params     *jsonv.Schema
+	classifier func(json.RawMessage) (bool, error) // the author's, unwrapped
+	// The helper's body only reads its argument bytes (decodes them), so
+	// it needs no private copy.
 	alwaysParallel bool
 	defaultRender  bool
+	// execPtr identifies the helper's body: the typed shortcuts apply only
+	// while the definition still runs it (a caller may replace Execute).
+	execPtr  uintptr
+	classPtr uintptr // likewise for IsConcurrencySafe
 }
 
 // ToolOption configures NewTool.
@@ -145,6 +152,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		Timeout:         o.timeout,
 		typed:           &typedInfo{params: pschema, classifier: o.classifier, alwaysParallel: o.parallel, defaultRender: o.render == nil},
 	}
+	plain := isPlain(reflect.TypeFor[Out]())
 	def.Execute = func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error) {
 		// R105: validated inside the body, unless this execution's
 		// classification already checked the same bytes against pschema.
@@ -161,12 +169,19 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		if err != nil {
 			return nil, err
 		}
+		if plain {
+			// A string, bool or number is already a lossless JSON value
+			// (R47); success creation snapshots it without a round trip
+			// through encoding/json.
+			return plainValue(out), nil
+		}
 		b, err := json.Marshal(out)
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: encoding output: %w", name, err)
 		}
 		return json.RawMessage(b), nil
 	}
+	def.typed.execPtr = reflect.ValueOf(def.Execute).Pointer()
 	if c := o.classifier; c != nil {
 		def.IsConcurrencySafe = func(args json.RawMessage) (bool, error) {
 			if v := pschema.Validate(args, ""); len(v) > 0 {
@@ -174,13 +189,16 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 			}
 			return c(args)
 		}
+		def.typed.classPtr = reflect.ValueOf(def.IsConcurrencySafe).Pointer()
 	}
 	return def, nil
 }
 
 func defaultRender(_, value json.RawMessage) ([]Block, error) {
 	if n := len(value); n >= 2 && value[0] == '"' && !hasEscape(value[1:n-1]) {
-		return []Block{Text(string(value[1 : n-1]))}, nil
+		// The text shares the value's bytes: the registry hands this
+		// renderer its own canonical snapshot, which nothing ever changes.
+		return []Block{Text(unsafe.String(&value[1], n-2))}, nil
 	}
 	var s string
 	if len(value) > 0 && value[0] == '"' && json.Unmarshal(value, &s) == nil {
@@ -196,4 +214,37 @@ func hasEscape(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// isPlain reports an output type whose values convert to one of R47's
+// scalar kinds directly.
+func isPlain(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// plainValue converts a value of a plain type (named or not) to the
+// built-in type R47 accepts.
+func plainValue(v any) any {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.String:
+		if s, ok := v.(string); ok {
+			return s
+		}
+		return rv.String()
+	case reflect.Bool:
+		return rv.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return rv.Uint()
+	case reflect.Float64:
+		return rv.Float()
+	}
+	return v
 }
