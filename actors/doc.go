@@ -6,12 +6,17 @@
 //	                  scope's node and answers on the message's channel.
 //	                  Protobuf requests (package messages) are answered by a
 //	                  Handler on a goroutine of their own.
-//	supervisor actor  one per scope, spawned on first execution: owns the
-//	                  admission state (internal/admit) — parallel calls
-//	                  overlap, an exclusive call runs alone, first come first
-//	                  served — and starts each turn's runner (RunTurn).
+//	supervisor actor  one per scope, spawned on first execution: decides
+//	                  admission (internal/admit) — parallel calls overlap,
+//	                  an exclusive call runs alone, first come first served —
+//	                  and starts each turn's runner. Its queue and pending
+//	                  requests live with its host (SupervisorHost); a Wake
+//	                  message only tells it to look.
 //
-// State lives in the published snapshots, not in the actor structs, so an
-// actor restarted by protoactor carries on with the same registrations.
+// State lives in the published snapshots and the supervisor's host, not in
+// the actor structs, so an actor restarted by protoactor — or stopped and
+// respawned by the runtime under the same PID — carries on with the same
+// registrations and admission queue, and no request is lost with a dropped
+// mailbox.
 // Only package runtime uses this package.
 package actors

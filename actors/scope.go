@@ -20,9 +20,9 @@ type Mutate struct {
 var replyPool = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // Handler answers the protobuf read and execute requests a scope's PID
-// receives. It is implemented by the runtime package; the actor calls it on
-// a goroutine of its own, never inside Receive, because answering may run
-// user code (classifiers, hooks, tool bodies).
+// receives. It is implemented by the runtime package; the actor calls it
+// off its own goroutine (through the Spawner), never inside Receive,
+// because answering may run user code (classifiers, hooks, tool bodies).
 type Handler interface {
 	// Handle answers one request message; the reply goes back to the sender.
 	Handle(msg any) any
@@ -35,12 +35,24 @@ type scopeActor struct {
 	node    *core.Node
 	handler Handler
 	system  *actor.ActorSystem
+	run     Spawner
 }
 
-// ScopeProps returns the props of the actor owning node's layer.
-func ScopeProps(system *actor.ActorSystem, node *core.Node, h Handler) *actor.Props {
+// Spawner runs f on a goroutine other than the caller's and returns without
+// waiting for it. The runtime passes a pool of warm workers: a fresh
+// goroutine per request pays for growing its stack every time.
+type Spawner func(f func())
+
+func goSpawn(f func()) { go f() }
+
+// ScopeProps returns the props of the actor owning node's layer. Requests
+// for h run through run (nil: a new goroutine each).
+func ScopeProps(system *actor.ActorSystem, node *core.Node, h Handler, run Spawner) *actor.Props {
+	if run == nil {
+		run = goSpawn
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &scopeActor{node: node, handler: h, system: system}
+		return &scopeActor{node: node, handler: h, system: system, run: run}
 	})
 }
 
@@ -49,7 +61,11 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Mutate:
 		m.Reply <- a.apply(m)
-	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
+		if o, ok := a.handler.(StopObserver); ok {
+			o.ActorStopped() // e.g. respawn from the node's snapshot
+		}
+	case *actor.Started, *actor.Stopping, *actor.Restarting:
 	default:
 		if a.handler == nil {
 			return
@@ -59,12 +75,12 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 			return
 		}
 		msg := m
-		go func() {
+		a.run(func() {
 			reply := a.handler.Handle(msg)
 			if reply != nil {
 				a.system.Root.Send(sender, reply)
 			}
-		}()
+		})
 	}
 }
 
@@ -86,6 +102,11 @@ func (a *scopeActor) apply(m *Mutate) (err error) {
 	}
 	return nil
 }
+
+// StopObserver is implemented by a Handler that wants to hear when its
+// actor has stopped, for whatever reason (after the actor left the process
+// registry, so it may respawn it under the same name).
+type StopObserver interface{ ActorStopped() }
 
 // Apply sends fn to the scope actor at pid and waits for it to be applied.
 func Apply(system *actor.ActorSystem, pid *actor.PID, fn func(*core.Layer) (*core.Layer, error)) error {

@@ -2,50 +2,54 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/toolscope/toolscope/internal/admit"
 )
 
-// Admit asks a supervisor to admit one dispatch. Ready is closed when the
-// call may start; the caller then owes exactly one Release.
-type Admit struct {
-	Waiter *admit.Waiter
+// Wake tells a supervisor that its host has work queued (admissions,
+// releases, turns). The work itself lives with the host, not in the
+// mailbox: a message protoactor drops (an actor stopped behind the
+// registry's back drops its mailbox) loses no request, because the next
+// incarnation takes the host's queue when it starts.
+type Wake struct{}
+
+// SupervisorHost is the runtime side of a scope's supervisor: it owns the
+// admission queue and the requests waiting for the actor, so the actor
+// itself is stateless and may be restarted or respawned at any time.
+type SupervisorHost interface {
+	// Step takes and processes the queued requests. Only the live actor
+	// calls it, from Receive, so the admission order is the actor's.
+	Step()
+	// Stopped is called when the actor has stopped (for whatever reason):
+	// the host either drains (it asked for the stop) or respawns it.
+	Stopped()
 }
 
-// Release ends one admitted dispatch.
-type Release struct{}
-
-// supervisorActor owns one scope's admission state (issue 3): it never
-// runs user code; it only decides who may dispatch next. Execute and turn
-// requests that arrive as protobuf messages are answered by the handler on
-// a goroutine of their own, whose dispatches come back here as Admit.
+// supervisorActor decides who may dispatch next in one scope (issue 3). It
+// never runs user code: turns it is asked to run start on goroutines of
+// their own. Execute and turn requests that arrive as protobuf messages
+// are answered by the handler on a goroutine of their own.
 type supervisorActor struct {
-	state   admit.Queue
+	host    SupervisorHost
 	handler Handler
 	system  *actor.ActorSystem
 }
 
-// SupervisorProps returns the props of a scope's supervisor, which owns
-// the queue of gate g.
-func SupervisorProps(system *actor.ActorSystem, g *admit.Gate, h Handler) *actor.Props {
+// SupervisorProps returns the props of a scope's supervisor working for
+// host.
+func SupervisorProps(system *actor.ActorSystem, host SupervisorHost, h Handler) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisorActor{state: admit.Queue{G: g}, handler: h, system: system}
+		return &supervisorActor{host: host, handler: h, system: system}
 	})
 }
 
 // Receive implements actor.Actor.
 func (a *supervisorActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *Admit:
-		wake(a.state.Admit(m.Waiter))
-	case *Release:
-		wake(a.state.Release())
-	case *RunTurn:
-		go m.Run()
-	case *actor.Started, *actor.Restarting:
-	case *actor.Stopping, *actor.Stopped:
-		// Nobody may be left waiting on a stopped supervisor.
-		wake(a.state.Drain())
+	case *Wake, *actor.Started:
+		// Started: a new incarnation takes whatever its predecessor left.
+		a.host.Step()
+	case *actor.Restarting, *actor.Stopping:
+	case *actor.Stopped:
+		a.host.Stopped()
 	default:
 		if a.handler == nil {
 			return
@@ -63,13 +67,7 @@ func (a *supervisorActor) Receive(ctx actor.Context) {
 	}
 }
 
-func wake(ws []*admit.Waiter) {
-	for _, w := range ws {
-		close(w.Ready)
-	}
-}
-
-// RunTurn hands a whole model turn to a supervisor: one message per turn.
+// RunTurn hands a whole model turn to a supervisor: one request per turn.
 // The supervisor starts Run on a goroutine of its own (the runner executes
 // user code, so it never runs inside Receive).
 type RunTurn struct {

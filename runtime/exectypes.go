@@ -86,16 +86,45 @@ type Result struct {
 	// stamp is the execution whose own dispatch produced this exact value
 	// (R65); every derived result has none.
 	stamp *execState
+	// lossy marks a Success built from a value that is not lossless JSON.
+	// Outside the pipeline it is a plain failure; R65 normalization treats
+	// it as the foreign success it was meant to be, whose value is invalid
+	// (final INVALID_TOOL_OUTPUT). The With methods keep the mark.
+	lossy bool
 }
 
 // Success returns a wrapper-authored successful result holding value (any
 // lossless JSON value). The registry re-validates and re-renders it (R65).
+// A value that is not lossless JSON yields a failure result, which an
+// around hook's return turns into a final INVALID_TOOL_OUTPUT (R65).
 func Success(value any) *Result {
 	b, err := encodeJSON(value)
 	if err != nil {
-		return failureFromMessage("tool result must be losslessly JSON-serializable", nil)
+		r := failureFromMessage("tool result must be losslessly JSON-serializable", nil)
+		r.lossy = true
+		return r
 	}
 	return &Result{value: b}
+}
+
+// lossyValue reports whether r came from Success with a value that is not
+// lossless JSON: R65 normalizes it as a foreign success (not a foreign
+// failure) and its rebuild fails as invalid output.
+func (r *Result) lossyValue() bool { return r.lossy }
+
+// notLosslessValue is a value encodeJSON rejects: what a lossy Success is
+// rebuilt from, so createSuccess reports it as any other invalid value.
+type notLosslessValue struct{}
+
+// foreignValue is the value R65 rebuilds a foreign success from: its
+// canonical bytes, or for a lossy Success a value that is not lossless
+// JSON (createSuccess then yields INVALID_TOOL_OUTPUT "value is not
+// lossless JSON").
+func (r *Result) foreignValue() any {
+	if r.lossy {
+		return notLosslessValue{}
+	}
+	return canonical(r.value)
 }
 
 // Failure returns a failure result derived from err (SPEC §0.3).

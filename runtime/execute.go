@@ -76,25 +76,33 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 	if ctx == nil {
 		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
 	}
-	if r.closed.Load() {
-		return codedFailure(NameClosed, CodeClosed, "registry closed")
+	ctx, t, fail := r.enterCall(ctx, node)
+	if fail != nil {
+		return fail // CLOSED or OVERLOADED (close.go)
 	}
+	defer r.exit(t)
 	s := r.newExec(ctx, node, call)
 	s.sh = sh
 	return r.run(s, scopeGate{r})
 }
 
 func (r *Registry) newExec(ctx context.Context, node *core.Node, call Call) *execState {
-	s := &execState{
-		reg:    r,
-		ctx:    ctx,
-		callID: call.ID,
-		rootID: call.RootID,
-		name:   call.Name,
-		agent:  call.Agent,
-		parent: call.Parent,
-		node:   node,
-	}
+	s := new(execState)
+	r.initExec(s, ctx, node, call)
+	return s
+}
+
+// initExec fills a zero execState in place (a turn allocates all of its
+// executions at once).
+func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, call Call) {
+	s.reg = r
+	s.ctx = ctx
+	s.callID = call.ID
+	s.rootID = call.RootID
+	s.name = call.Name
+	s.agent = call.Agent
+	s.parent = call.Parent
+	s.node = node
 	if s.rootID == "" {
 		s.rootID = s.callID
 	}
@@ -113,7 +121,6 @@ func (r *Registry) newExec(ctx context.Context, node *core.Node, call Call) *exe
 	if b, err := encodeJSON(call.Arguments); err == nil {
 		s.args = b
 	}
-	return s
 }
 
 // hooks is the set of hook lists admitted for one call (R85).
@@ -346,7 +353,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	}
 	// R65: normalization.
 	if out.stamp != s {
-		if out.isError {
+		if out.isError && !out.lossyValue() {
 			n := *out
 			n.value = nil
 			n.concludes = false
@@ -357,7 +364,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 			if !ok {
 				return unknownTool(s.name), true
 			}
-			rebuilt := r.createSuccess(s, td, canonical(out.value))
+			rebuilt := r.createSuccess(s, td, out.foreignValue())
 			if rebuilt.isError {
 				return rebuilt, true
 			}

@@ -55,6 +55,12 @@ func (h *messageHandler) Handle(msg any) any {
 		}
 		return out
 	case *messages.TurnRequest:
+		// Counted in flight like ExecuteTurn, so Close drains it (close.go).
+		_, t, err := h.reg.enterTurn(context.Background())
+		if err != nil {
+			return &messages.TurnReply{Error: err.Error()}
+		}
+		defer h.reg.exit(t)
 		return h.reg.turnFromProto(h, m)
 	}
 	return nil

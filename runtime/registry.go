@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,6 +39,8 @@ type Registry struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeDone chan struct{}
+	life      lifecycle // calls in flight (close.go)
+	incs      sync.Map  // *shell -> *incarnation of its scope actor (faults.go)
 }
 
 // scopeRec is the registry's record of one key. It outlives a disposed
@@ -60,6 +61,7 @@ type config struct {
 	logger       *slog.Logger
 	system       *actor.ActorSystem
 	events       bool
+	maxQueued    int // 0: unbounded (overload.go)
 }
 
 // Option configures a Registry.
@@ -133,6 +135,7 @@ func New(opts ...Option) (*Registry, error) {
 		closeDone: make(chan struct{}),
 		workers:   newWorkerPool(64),
 	}
+	r.life.init()
 	if cfg.system != nil {
 		r.system = cfg.system
 	} else {
@@ -189,8 +192,18 @@ func (r *Registry) newScope(key string, parent *scopeRec) (*Scope, error) {
 		r.scopes[key] = rec
 	case rec.live != nil:
 		return nil, fmt.Errorf("%w: %q", ErrScopeExists, key)
-	case rec.parent != parent:
+	case rec.parent != parent && rec.parent != nil:
 		return nil, fmt.Errorf("%w: scope %q is already linked to another parent", ErrScopeLink, key)
+	case rec.parent != parent:
+		// R3: a disposed top-level key has no parent yet, so it may be bound
+		// under one now, exactly as if its record had been forgotten
+		// (forgetLocked) — unless the link would form a cycle (the new
+		// parent is the key itself or one of its recorded descendants).
+		if !rec.node.SetParent(parent.node) {
+			return nil, fmt.Errorf("%w: linking scope %q under %q would form a cycle", ErrScopeLink, key, parent.node.Key)
+		}
+		rec.parent = parent
+		parent.children++
 	}
 	s := r.spawnScope(rec.node)
 	s.rec = rec
@@ -237,40 +250,6 @@ func (r *Registry) Schemas(key string) ([]ToolSchema, error) {
 // ExecutionMode classifies call in the view of call.Agent (R36).
 func (r *Registry) ExecutionMode(call Call) Mode {
 	return r.executionMode(r.nodeOf(call.Agent), call.Name, call.Arguments)
-}
-
-// Close disposes every scope, stops the registry's actors and, if the
-// registry started its own actor system, shuts it down. Later calls return
-// ErrClosed. Close is idempotent.
-func (r *Registry) Close(ctx context.Context) error {
-	r.closeOnce.Do(func() {
-		r.closed.Store(true)
-		go func() {
-			defer close(r.closeDone)
-			r.mu.RLock()
-			live := make([]*Scope, 0, len(r.scopes))
-			for _, rec := range r.scopes {
-				if rec.live != nil {
-					live = append(live, rec.live)
-				}
-			}
-			r.mu.RUnlock()
-			for _, s := range live {
-				s.dispose()
-			}
-			r.global.stop()
-			r.workers.close()
-			if r.ownSystem {
-				r.system.Shutdown()
-			}
-		}()
-	})
-	select {
-	case <-r.closeDone:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (r *Registry) nextID() uint64 { return r.ids.Add(1) }

@@ -194,27 +194,92 @@ func TestScope_R3_ParentLink(t *testing.T) {
 
 // TestScope_R3_RelinkDoesNotDependOnBookkeeping: whether a disposed
 // top-level key may be re-created under a parent must not depend on whether
-// it ever had children.
+// it ever had children. A top-level key has no parent, so binding it under
+// one is allowed (R3: only a key that already has a parent is bound) unless
+// the link would form a cycle; afterwards the key keeps that parent.
 func TestScope_R3_RelinkDoesNotDependOnBookkeeping(t *testing.T) {
 	reg := rrNew(t)
 	p := rrScope(t, reg, "p")
+	rrReg(t, p, "pt", "P")
 	a := rrScope(t, reg, "a") // top-level, never had children
 	a.Dispose()
 	_, errA := p.NewScope("a")
 	b := rrScope(t, reg, "b") // top-level, had a child
-	rrScope(t, b, "bc")
+	bc := rrScope(t, b, "bc")
 	b.Dispose()
-	_, errB := p.NewScope("b")
-	if (errA == nil) != (errB == nil) {
-		t.Skipf("BUG: R3 re-linking a disposed top-level key under a parent is inconsistent: "+
-			"without children it succeeds (%v), with children it fails (%v). Registry.forgetLocked "+
-			"(runtime/registry.go) drops the record of a childless disposed top-level key, so its "+
-			"key-level link (top-level) is forgotten; a key that had children keeps its record and "+
-			"is rejected with ErrScopeLink. Fix: decide whether a top-level key counts as bound "+
-			"(brief: re-creating under a different parent fails -> keep the record, i.e. do not "+
-			"forget) or not (SPEC R3 wording: only a key that has a parent is bound -> allow it in "+
-			"both cases, with a cycle check).", errA, errB)
+	b2, errB := p.NewScope("b")
+	require.NoError(t, errA)
+	require.NoError(t, errB)
+
+	// The new link is live for reads by key and for the old child's chain.
+	assert.Equal(t, "P", rrTag(reg, "pt", "a"))
+	assert.Equal(t, "P", rrTag(reg, "pt", "b"))
+	assert.Equal(t, "P", rrTag(reg, "pt", "bc"), "bc's chain now runs b -> p")
+	rrReg(t, b2, "bt", "B")
+	assert.Equal(t, "B", rrTag(reg, "bt", "bc"))
+	_ = bc
+
+	// Now bound: the key keeps its parent.
+	b2.Dispose()
+	_, err := reg.NewScope("b")
+	assert.ErrorIs(t, err, runtime.ErrScopeLink, "bound key re-created top-level")
+	q := rrScope(t, reg, "q")
+	_, err = q.NewScope("b")
+	assert.ErrorIs(t, err, runtime.ErrScopeLink, "bound key re-created under another parent")
+	_, err = p.NewScope("b")
+	assert.NoError(t, err, "same parent")
+}
+
+// TestScope_R3_RelinkThatWouldFormACycleFails: a disposed top-level key may
+// not be bound under itself or one of its recorded descendants, and the
+// failed bind leaves its chain unchanged.
+func TestScope_R3_RelinkThatWouldFormACycleFails(t *testing.T) {
+	reg := rrNew(t)
+	r := rrScope(t, reg, "r")
+	c := rrScope(t, r, "c")
+	gc := rrScope(t, c, "gc")
+	r.Dispose()
+	_, err := gc.NewScope("r")
+	assert.ErrorIs(t, err, runtime.ErrScopeLink)
+	_, err = c.NewScope("r")
+	assert.ErrorIs(t, err, runtime.ErrScopeLink)
+	r2, err := reg.NewScope("r")
+	require.NoError(t, err, "still top-level")
+	rrReg(t, r2, "rt", "R")
+	assert.Equal(t, "R", rrTag(reg, "rt", "gc"))
+}
+
+// TestScope_R3_RelinkConcurrentReads: binding a top-level key under a parent
+// while other goroutines read through its chain is race-free.
+func TestScope_R3_RelinkConcurrentReads(t *testing.T) {
+	reg := rrNew(t)
+	p := rrScope(t, reg, "p")
+	rrReg(t, p, "pt", "P")
+	k := rrScope(t, reg, "k")
+	rrScope(t, k, "kc")
+	k.Dispose()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = reg.Get("pt", "kc")
+				_, _ = reg.Schemas("kc")
+			}
+		}()
 	}
+	_, err := p.NewScope("k")
+	require.NoError(t, err)
+	close(stop)
+	wg.Wait()
+	assert.Equal(t, "P", rrTag(reg, "pt", "kc"))
 }
 
 func TestScope_R3_ChildOfDisposedParentFails(t *testing.T) {
@@ -1105,7 +1170,7 @@ func TestSchemas_R33_LossyParameters(t *testing.T) {
 }
 
 func TestSchemas_R34_DeepParameterSchema(t *testing.T) {
-	// jsonv bounds JSON nesting at 10,000 containers (internal/jsonv doc,
+	// jsonv bounds JSON nesting at 50,000 containers (internal/jsonv doc,
 	// MaxDepth). An items chain costs one container per schema level, a
 	// properties chain two.
 	cases := []struct {
@@ -1153,6 +1218,38 @@ func TestSchemas_R34_DeepParameterSchema(t *testing.T) {
 			assert.True(t, reflect.DeepEqual(v, back), "map form copied intact")
 		})
 	}
+}
+
+// TestSchemas_R34_FiveThousandLevelPropertiesSchema: a properties chain
+// costs two JSON containers per schema level, so 5,000 levels are 10,001
+// JSON levels; they round-trip through Registry.Schemas intact, as raw text
+// and as nested Go maps (compared as canonical text: encoding/json itself
+// stops at 10,000 levels).
+func TestSchemas_R34_FiveThousandLevelPropertiesSchema(t *testing.T) {
+	const depth = 5000
+	raw := strings.Repeat(`{"type":"object","properties":{"n":`, depth) + `{"type":"string"}` + strings.Repeat(`}}`, depth)
+	reg := rrNew(t)
+	d := rrDef("deep", "D")
+	d.Parameters = json.RawMessage(raw)
+	_, err := reg.Global().Register(d)
+	require.NoError(t, err)
+
+	var v any = map[string]any{"type": "string"}
+	for range depth {
+		v = map[string]any{"type": "object", "properties": map[string]any{"n": v}}
+	}
+	d2 := rrDef("deep2", "D")
+	d2.Parameters = v
+	_, err = reg.Global().Register(d2)
+	require.NoError(t, err)
+
+	ss, err := reg.Schemas("")
+	require.NoError(t, err)
+	require.Len(t, ss, 2)
+	assert.Equal(t, raw, string(ss[0].Parameters), "raw text copied intact")
+	// Canonical map form: keys sorted.
+	want := strings.Repeat(`{"properties":{"n":`, depth) + `{"type":"string"}` + strings.Repeat(`},"type":"object"}`, depth)
+	assert.Equal(t, want, string(ss[1].Parameters), "map form copied intact")
 }
 
 // ---- §6 ExecutionMode ----
@@ -1826,16 +1923,12 @@ func TestRunCode_R107_Reserved(t *testing.T) {
 }
 
 func TestHooks_R86_SubscriberDisposingTheScopeBeingDisposed(t *testing.T) {
-	t.Skip("BUG: R86/R7 deadlock: a change subscriber (registered through another handle, e.g. the global " +
-		"scope) that calls S.Dispose() while S's own teardown announces a removal blocks forever: " +
-		"Scope.dispose (runtime/scope.go) runs the teardown inside sync.Once.Do, and the re-entrant Do on the " +
-		"same goroutine waits for itself; Registry.Close then hangs too. A re-entrant Dispose from inside the " +
-		"teardown should return (the teardown is already underway on its stack). Needs goroutine-aware " +
-		"re-entrancy detection or a teardown-state machine instead of sync.Once, not a one-line fix.")
 	reg := rrNew(t)
 	a := rrScope(t, reg, "a")
 	rrReg(t, a, "x", "A")
-	_, err := reg.Global().OnChange(func() error { a.Dispose(); return nil })
+	rrReg(t, a, "y", "A")
+	var calls atomic.Int64
+	_, err := reg.Global().OnChange(func() error { calls.Add(1); a.Dispose(); return nil })
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() { a.Dispose(); close(done) }()
@@ -1844,4 +1937,94 @@ func TestHooks_R86_SubscriberDisposingTheScopeBeingDisposed(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("deadlock")
 	}
+	assert.Equal(t, int64(2), calls.Load(), "every removal still announced")
+	assert.Empty(t, rrView(t, reg, "a"), "teardown completed")
+	_, err = a.Register(rrDef("z", "A"))
+	assert.ErrorIs(t, err, runtime.ErrScopeDisposed)
+	rrWithin(t, func() { require.NoError(t, reg.Close(context.Background())) })
+}
+
+// rrWithin fails the test if f does not return within 10s.
+func rrWithin(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("deadlock")
+	}
+}
+
+// TestHooks_R86_SubscriberDisposingDuringGroupAndParentTeardown: the
+// re-entrant cases around owner groups — a subscriber that disposes the
+// parent scope while a group is being disposed, or the group while the
+// parent's teardown disposes it, returns; both teardowns complete.
+func TestHooks_R86_SubscriberDisposingDuringGroupAndParentTeardown(t *testing.T) {
+	t.Run("parent from group teardown", func(t *testing.T) {
+		reg := rrNew(t)
+		a := rrScope(t, reg, "a")
+		g, err := a.Group()
+		require.NoError(t, err)
+		rrReg(t, a, "own", "A")
+		rrReg(t, g, "g1", "G")
+		rrReg(t, g, "g2", "G")
+		_, err = reg.Global().OnChange(func() error { a.Dispose(); return nil })
+		require.NoError(t, err)
+		rrWithin(t, g.Dispose)
+		assert.Empty(t, rrView(t, reg, "a"))
+		_, err = a.Register(rrDef("z", "A"))
+		assert.ErrorIs(t, err, runtime.ErrScopeDisposed)
+		_, err = g.Register(rrDef("z", "A"))
+		assert.ErrorIs(t, err, runtime.ErrScopeDisposed)
+	})
+	t.Run("group from parent teardown", func(t *testing.T) {
+		reg := rrNew(t)
+		a := rrScope(t, reg, "a")
+		g, err := a.Group()
+		require.NoError(t, err)
+		rrReg(t, g, "g1", "G")
+		rrReg(t, g, "g2", "G")
+		rrReg(t, a, "own", "A")
+		_, err = reg.Global().OnChange(func() error { g.Dispose(); a.Dispose(); return nil })
+		require.NoError(t, err)
+		rrWithin(t, a.Dispose)
+		assert.Empty(t, rrView(t, reg, "a"))
+	})
+}
+
+// TestScope_R7_ConcurrentDisposeDuringAnnouncementWaits: a Dispose from another
+// goroutine while a teardown is running (here: blocked in a subscriber)
+// returns only after the teardown is complete.
+func TestScope_R7_ConcurrentDisposeDuringAnnouncementWaits(t *testing.T) {
+	reg := rrNew(t)
+	a := rrScope(t, reg, "a")
+	rrReg(t, a, "x", "A")
+	rrReg(t, a, "y", "A")
+	entered := make(chan struct{}, 2)
+	release := make(chan struct{})
+	_, err := reg.Global().OnChange(func() error {
+		entered <- struct{}{}
+		<-release
+		return nil
+	})
+	require.NoError(t, err)
+	first := make(chan struct{})
+	go func() { a.Dispose(); close(first) }()
+	<-entered // the teardown is inside its first announcement
+	second := make(chan struct{})
+	go func() { a.Dispose(); close(second) }()
+	select {
+	case <-second:
+		t.Fatal("a concurrent Dispose returned before the teardown completed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-first
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("concurrent Dispose never returned")
+	}
+	assert.Empty(t, rrView(t, reg, "a"))
 }

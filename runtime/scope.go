@@ -27,7 +27,59 @@ type Scope struct {
 	// groupReg is the group's entry in its parent's owner list.
 	groupReg *registration
 
-	disposeOnce sync.Once
+	td teardownState
+}
+
+// teardownState is a handle's Dispose state (R7, R86). The first Dispose
+// runs the teardown; a concurrent one waits until it is complete — except a
+// Dispose made on the teardown's own goroutine from a callback the teardown
+// is running (a change subscriber, or the error handler, hearing one of its
+// removals): waiting there would wait for itself, so it returns at once and
+// the teardown, already under way further up the same stack, completes when
+// the callback returns. The teardown records its goroutine before it runs
+// the first callback; a caller that finds it unrecorded cannot be inside one
+// of its callbacks. (A callback that hands Dispose to another goroutine and
+// waits for it still deadlocks; nothing can tell that caller apart.)
+type teardownState struct {
+	mu      sync.Mutex
+	started bool
+	done    chan struct{} // closed once the teardown is complete
+	gid     atomic.Uint64 // the teardown's goroutine, once it runs callbacks
+}
+
+// begin reports whether the caller runs the teardown. Otherwise it returns
+// once the teardown is complete, or at once for a re-entrant call.
+func (t *teardownState) begin() bool {
+	t.mu.Lock()
+	if !t.started {
+		t.started = true
+		t.done = make(chan struct{})
+		t.mu.Unlock()
+		return true
+	}
+	done := t.done
+	t.mu.Unlock()
+	select {
+	case <-done:
+		return false
+	default:
+	}
+	if id := t.gid.Load(); id != 0 && id == goroutineID() {
+		return false
+	}
+	<-done
+	return false
+}
+
+func (t *teardownState) end() { close(t.done) }
+
+// enterCallbacks records the teardown's goroutine before it runs the first
+// callback. Only the goroutine running the teardown of t calls it; t is nil
+// for a disposer called outside any teardown.
+func (t *teardownState) enterCallbacks() {
+	if t != nil && t.gid.Load() == 0 {
+		t.gid.Store(goroutineID())
+	}
 }
 
 // shell is the actor side of one node: the scope actor's PID and the
@@ -44,7 +96,7 @@ type shell struct {
 
 func (r *Registry) spawnScope(node *core.Node) *Scope {
 	sh := &shell{}
-	sh.pid = r.system.Root.Spawn(actors.ScopeProps(r.system, node, &messageHandler{reg: r, node: node, shell: sh}))
+	sh.pid = r.system.Root.Spawn(actors.ScopeProps(r.system, node, &messageHandler{reg: r, node: node, shell: sh}, r.workers.run))
 	return &Scope{reg: r, node: node, shell: sh, own: &owner{}}
 }
 
@@ -58,7 +110,7 @@ func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
 	}
 	sh.sending++
 	sh.mu.Unlock()
-	err := actors.Apply(s.reg.system, sh.pid, fn)
+	err := s.reg.mutate(sh, fn) // actors.Apply that survives actor faults (faults.go)
 	sh.mu.Lock()
 	sh.sending--
 	if sh.sending == 0 && sh.idle != nil {
@@ -147,8 +199,11 @@ func (o *owner) unlinkLocked(g *registration) {
 	g.prev, g.next, g.linked = nil, nil, false
 }
 
-// teardown disposes every registration newest first.
-func (o *owner) teardown() {
+// teardown disposes every registration newest first, on behalf of the
+// handle teardown m. It may run concurrently with, or nested inside (from a
+// callback), another teardown of the same owner: each claims what is left
+// and returns once every claimed layer removal is complete.
+func (o *owner) teardown(m *teardownState) {
 	o.mu.Lock()
 	o.disposed = true
 	o.mu.Unlock()
@@ -156,15 +211,23 @@ func (o *owner) teardown() {
 	for {
 		o.mu.Lock()
 		g := o.tail
+		claimed := false
 		if g != nil {
 			o.unlinkLocked(g)
+			// Claim and count under the lock, so a concurrent teardown
+			// that finds the list empty still waits for this removal.
+			if claimed = g.done.CompareAndSwap(false, true); claimed && !g.group {
+				o.removing.Add(1)
+			}
 		}
 		o.mu.Unlock()
 		if g == nil {
 			o.removing.Wait()
 			return
 		}
-		g.dispose()
+		if claimed {
+			g.finish(m, !g.group)
+		}
 	}
 }
 
@@ -175,35 +238,57 @@ type registration struct {
 	linked     bool
 	done       atomic.Bool
 	// remove undoes the registration and reports whether the view changed
-	// (so a change notification is due, R87).
-	remove func() bool
-	reg    *Registry
+	// (so a change notification is due, R87). m is the teardown running
+	// it, nil for a disposer called on its own.
+	remove func(m *teardownState) bool
+	// group marks an owner group's entry in its parent's list. Its removal
+	// is the group's teardown, which runs change subscribers, so it is not
+	// counted in owner.removing (a subscriber may dispose the parent, whose
+	// teardown would then wait for itself, R86). Instead the group stays
+	// linked until its own Dispose has torn it down, and a parent teardown
+	// that claims the entry runs (or joins) the group's teardown itself.
+	group bool
+	reg   *Registry
 }
 
-func (g *registration) dispose() {
+// dispose is the registration's exact disposer (R15).
+func (g *registration) dispose() { g.disposeIn(nil) }
+
+func (g *registration) disposeIn(m *teardownState) {
 	o := g.owner
 	if o == nil {
 		if !g.done.CompareAndSwap(false, true) {
 			return
 		}
-	} else {
-		// Claim and unlink atomically, so a concurrent teardown either
-		// disposes g itself or waits for this removal (o.removing).
-		o.mu.Lock()
-		if !g.done.CompareAndSwap(false, true) {
-			o.mu.Unlock()
-			return
-		}
-		o.unlinkLocked(g)
-		o.removing.Add(1)
-		o.mu.Unlock()
+		g.finish(m, false)
+		return
 	}
-	changed := g.remove()
-	if o != nil {
-		o.removing.Done()
+	// Claim and unlink atomically, so a concurrent teardown either
+	// disposes g itself or waits for this removal (o.removing).
+	o.mu.Lock()
+	if !g.done.CompareAndSwap(false, true) {
+		o.mu.Unlock()
+		return
+	}
+	o.unlinkLocked(g)
+	counted := !g.group
+	if counted {
+		o.removing.Add(1)
+	}
+	o.mu.Unlock()
+	g.finish(m, counted)
+}
+
+// finish removes a claimed registration and announces the change. The
+// removal itself runs no user code; the announcement comes after it is
+// counted done.
+func (g *registration) finish(m *teardownState, counted bool) {
+	changed := g.remove(m)
+	if counted {
+		g.owner.removing.Done()
 	}
 	if changed {
-		if err := g.reg.notify(); err != nil {
+		if err := g.reg.notifyIn(m); err != nil {
 			g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", err))
 		}
 	}
@@ -212,7 +297,7 @@ func (g *registration) dispose() {
 // track links a new registration whose removal is remove. The caller holds
 // an owner.begin.
 func (s *Scope) track(remove func() bool) *registration {
-	g := &registration{remove: remove, reg: s.reg}
+	g := &registration{remove: func(*teardownState) bool { return remove() }, reg: s.reg}
 	s.own.link(g)
 	return g
 }
@@ -243,7 +328,12 @@ func (s *Scope) Group() (*Scope, error) {
 	}
 	defer s.own.end()
 	g := &Scope{reg: s.reg, node: s.node, rec: s.rec, shell: s.shell, own: &owner{}, group: true}
-	g.groupReg = s.track(func() bool { g.own.teardown(); return false })
+	g.groupReg = &registration{
+		remove: func(m *teardownState) bool { g.own.teardown(m); return false },
+		group:  true,
+		reg:    s.reg,
+	}
+	s.own.link(g.groupReg)
 	return g, nil
 }
 
@@ -253,6 +343,11 @@ func (s *Scope) Group() (*Scope, error) {
 // this layer's contributions. Dispose is idempotent; concurrent callers all
 // return once the teardown is complete. Later mutations through the handle
 // return ErrScopeDisposed. The global scope is disposed only by Close.
+//
+// A change subscriber (or the error handler) that hears one of this
+// teardown's removals may call Dispose on the same handle (R86): that call
+// returns at once, since the teardown is already under way on the caller's
+// own stack, and completes when the callback returns.
 func (s *Scope) Dispose() {
 	if s.rec == nil && !s.group {
 		return
@@ -261,24 +356,29 @@ func (s *Scope) Dispose() {
 }
 
 func (s *Scope) dispose() {
-	s.disposeOnce.Do(func() {
-		if s.group {
-			// Through the parent's registration, so the parent forgets the
-			// group (no growth with create/dispose cycles).
-			s.groupReg.dispose()
-			s.own.teardown() // no-op if the registration ran it already
-			return
-		}
-		s.own.teardown()
-		r := s.reg
-		r.mu.Lock()
-		if s.rec.live == s {
-			s.rec.live = nil
-		}
-		r.forgetLocked(s.rec)
-		r.mu.Unlock()
-		s.stop()
-	})
+	if !s.td.begin() {
+		return
+	}
+	defer s.td.end()
+	if s.group {
+		// Tear the group down first, while its entry is still linked in the
+		// parent's list, so a parent teardown meanwhile joins this one (and
+		// waits for its removals) before stopping the actor. Then drop the
+		// entry, so the parent forgets the group (no growth with
+		// create/dispose cycles); its removal finds nothing left.
+		s.own.teardown(&s.td)
+		s.groupReg.disposeIn(&s.td)
+		return
+	}
+	s.own.teardown(&s.td)
+	r := s.reg
+	r.mu.Lock()
+	if s.rec.live == s {
+		s.rec.live = nil
+	}
+	r.forgetLocked(s.rec)
+	r.mu.Unlock()
+	s.stop()
 }
 
 const reservedName = "run_code"
@@ -507,8 +607,15 @@ func (s *Scope) addCallback(target *Scope, k core.Kind, fn any, prepend bool) (f
 // notify delivers one change notification to every subscriber, in
 // registration order, synchronously (R88). The first failure stops the
 // delivery and is returned.
-func (r *Registry) notify() error {
+func (r *Registry) notify() error { return r.notifyIn(nil) }
+
+// notifyIn is notify on behalf of the handle teardown m (nil: none), which
+// records its goroutine before the first subscriber runs (teardownState).
+func (r *Registry) notifyIn(m *teardownState) error {
 	subs := r.global.node.Layer().List(core.KindChange)
+	if len(subs) > 0 {
+		m.enterCallbacks()
+	}
 	for _, e := range subs {
 		if err := callSubscriber(e.Payload.(ChangeSubscriber)); err != nil {
 			return err

@@ -10,15 +10,36 @@ import (
 	"github.com/toolscope/toolscope/internal/core"
 )
 
-// supervisor is the runtime side of a scope's supervisor actor: it sends
-// Admit/Release and knows when the actor is gone.
+// supervisor is the runtime side of a scope's supervisor actor. It holds
+// the admission queue and the requests waiting for the actor (inbox), so
+// the actor is stateless: if protoactor stops or restarts it behind the
+// registry's back, messages dropped with its mailbox lose nothing — the
+// supervisor respawns it under the same PID and the new incarnation takes
+// the inbox when it starts (actors.SupervisorHost).
 type supervisor struct {
-	reg     *Registry
-	gate    *admit.Gate
-	pid     *actor.PID
+	reg  *Registry
+	gate *admit.Gate
+	pid  *actor.PID
+	// props respawns the actor under the same name.
+	props *actor.Props
+
 	mu      sync.Mutex
-	stopped bool
+	stopped bool    // asked to stop: nothing more is accepted
+	inbox   []supOp // requests not yet taken by the actor, in order
+	spare   []supOp
+
+	// queue is touched only by the live actor incarnation (Step) and, once
+	// it has stopped for good, by Stopped.
+	queue admit.Queue
 }
+
+// supOp is one request: an admission (w), a release (neither) or a turn.
+type supOp struct {
+	w   *admit.Waiter
+	run func()
+}
+
+var wakeMsg = &actors.Wake{}
 
 // admission returns the shell whose gate admits node's dispatches: the
 // scope's own, or the global scope's for calls with no agent. nil means the
@@ -62,8 +83,11 @@ func (r *Registry) supervisorFor(sh *shell) *supervisor {
 	if sh.stopped {
 		return nil
 	}
-	sup := &supervisor{reg: r, gate: &sh.gate}
-	sup.pid = r.system.Root.Spawn(actors.SupervisorProps(r.system, &sh.gate, nil))
+	sup := &supervisor{reg: r, gate: &sh.gate, queue: admit.Queue{G: &sh.gate}}
+	sup.props = actors.SupervisorProps(r.system, sup, nil)
+	sup.mu.Lock() // Step (on Started) waits until pid is set
+	sup.pid = r.system.Root.Spawn(sup.props)
+	sup.mu.Unlock()
 	sh.sup.Store(sup)
 	return sup
 }
@@ -94,40 +118,109 @@ func (r *Registry) releaseOn(sh *shell) {
 	}
 }
 
-// admitWait sends one Admit and waits for it. ok=false means the
+// admitWait queues one admission and waits for it. ok=false means the
 // supervisor is gone and the call runs unadmitted.
 func (sup *supervisor) admitWait(parallel bool) bool {
 	w := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
-	sup.mu.Lock()
-	if sup.stopped {
-		sup.mu.Unlock()
+	if !sup.post(supOp{w: w}) {
 		return false
 	}
-	// Sent under the lock: every Admit precedes the stop in the mailbox,
-	// so the stopping actor drains it instead of dropping it.
-	sup.reg.system.Root.Send(sup.pid, &actors.Admit{Waiter: w})
-	sup.mu.Unlock()
 	<-w.Ready
 	return true
 }
 
-// send delivers a message unless the supervisor is gone.
+// send hands a turn to the supervisor unless it is gone.
 func (sup *supervisor) send(msg any) bool {
+	rt, ok := msg.(*actors.RunTurn)
+	if !ok {
+		return false
+	}
+	return sup.post(supOp{run: rt.Run})
+}
+
+func (sup *supervisor) release() { sup.post(supOp{}) }
+
+// post queues op for the actor and wakes it if the inbox was empty (a
+// non-empty inbox already has a wake on its way, or a respawn will take
+// it). It reports false once the supervisor was asked to stop.
+func (sup *supervisor) post(op supOp) bool {
 	sup.mu.Lock()
 	defer sup.mu.Unlock()
 	if sup.stopped {
 		return false
 	}
-	sup.reg.system.Root.Send(sup.pid, msg)
+	sup.inbox = append(sup.inbox, op)
+	if len(sup.inbox) == 1 {
+		sup.reg.system.Root.Send(sup.pid, wakeMsg)
+	}
 	return true
 }
 
-func (sup *supervisor) release() {
+// Step implements actors.SupervisorHost: it takes the inbox and applies it
+// to the queue in arrival order, on the actor's goroutine.
+func (sup *supervisor) Step() {
 	sup.mu.Lock()
-	if !sup.stopped {
-		sup.reg.system.Root.Send(sup.pid, &actors.Release{})
+	ops := sup.inbox
+	sup.inbox, sup.spare = sup.spare[:0], nil
+	sup.mu.Unlock()
+	sup.apply(ops)
+	clear(ops)
+	sup.mu.Lock()
+	if sup.spare == nil {
+		sup.spare = ops[:0]
 	}
 	sup.mu.Unlock()
+}
+
+func (sup *supervisor) apply(ops []supOp) {
+	for _, op := range ops {
+		switch {
+		case op.run != nil:
+			go op.run()
+		case op.w != nil:
+			wake(sup.queue.Admit(op.w))
+		default:
+			wake(sup.queue.Release())
+		}
+	}
+}
+
+// Stopped implements actors.SupervisorHost. After stop (the scope is torn
+// down) it drains: every waiter is admitted (R7 lets calls in flight
+// finish), pending turns start. Otherwise protoactor stopped the actor
+// behind our back: respawn it under the same PID; its Started takes the
+// inbox, including anything its predecessor's mailbox dropped.
+func (sup *supervisor) Stopped() {
+	sup.mu.Lock()
+	if !sup.stopped {
+		pid, err := sup.reg.system.Root.SpawnNamed(sup.props, sup.pid.Id)
+		if err == nil {
+			sup.pid = pid
+			sup.mu.Unlock()
+			return
+		}
+		// Cannot respawn (the system is shutting down): fail open as a
+		// torn-down scope does.
+		sup.stopped = true
+	}
+	ops := sup.inbox
+	sup.inbox = nil
+	sup.mu.Unlock()
+	for _, op := range ops {
+		switch {
+		case op.run != nil:
+			go op.run()
+		case op.w != nil:
+			wake(sup.queue.Admit(op.w))
+		}
+	}
+	wake(sup.queue.Drain())
+}
+
+func wake(ws []*admit.Waiter) {
+	for _, w := range ws {
+		close(w.Ready)
+	}
 }
 
 func (sup *supervisor) stop() {

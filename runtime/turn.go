@@ -2,11 +2,12 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"unsafe"
 
 	"github.com/toolscope/toolscope/actors"
 	"github.com/toolscope/toolscope/internal/core"
+	"github.com/toolscope/toolscope/internal/jsonv"
 	"github.com/toolscope/toolscope/internal/sched"
 	"github.com/toolscope/toolscope/messages"
 )
@@ -118,6 +119,11 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 		res *TurnResult
 		err error
 	}
+	ctx, t, err := r.enterTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.exit(t)
 	done := make(chan answer, 1)
 	run := func() {
 		res, err := r.runTurn(ctx, node, agent, calls, o)
@@ -140,20 +146,41 @@ type turnCall struct {
 	mode     Mode
 	group    int32
 	dispatch bool
+
+	// For the dispatch task (run on a pool worker, no closure per call).
+	reg      *Registry
+	i        int
+	release  func()
+	outcomes chan<- turnOutcome
+}
+
+// run is the call's dispatch on a worker: around hooks and body under the
+// admission taken at prepare, then the after-around cancel check (R80).
+func (tc *turnCall) run() {
+	res, final := tc.reg.dispatch(tc.s, tc.h, nil)
+	tc.release()
+	if !final {
+		res = tc.reg.recheck(tc.s, res)
+	}
+	tc.res, tc.final, tc.post = res, final, !final
+	tc.outcomes <- turnOutcome{tc.i}
 }
 
 type turnOutcome struct{ i int }
 
-// parseTurnArgs is R91: parsed once; empty is {}, invalid JSON the raw
-// string.
-func parseTurnArgs(text string) any {
+// turnArgs is R91's parse of argument text, done once: empty is {}; valid
+// JSON is snapshotted straight from the text; ok=false means invalid JSON,
+// which the caller passes on as the raw string.
+func turnArgs(text string) (args []byte, ok bool) {
 	if len(text) == 0 {
-		return json.RawMessage("{}")
+		return []byte("{}"), true
 	}
-	if validJSON([]byte(text)) {
-		return json.RawMessage(text)
+	// Read in place: the snapshot copies and never keeps or changes it.
+	b, err := jsonv.AppendCanonical(nil, unsafe.Slice(unsafe.StringData(text), len(text)))
+	if err != nil {
+		return nil, false
 	}
-	return text
+	return b, true
 }
 
 // runTurn drives the pure policy of internal/sched (SPEC §9). Classify,
@@ -166,6 +193,7 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 	}
 	out := &TurnResult{Results: make([]*Result, len(calls)), Events: make([]TurnEvent, 0, 2*len(calls))}
 	states := make([]turnCall, len(calls))
+	execs := make([]execState, len(calls))
 	outcomes := make(chan turnOutcome, len(calls))
 	g := &turnGate{reg: r, node: node}
 	var group int32
@@ -181,8 +209,16 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 		case sched.Classify:
 			tc := &states[i]
 			if tc.s == nil {
-				call := Call{ID: calls[i].ID, Name: calls[i].Name, Arguments: parseTurnArgs(calls[i].Arguments), Agent: agent}
-				tc.s = r.newExec(ctx, node, call)
+				call := Call{ID: calls[i].ID, Name: calls[i].Name, Agent: agent}
+				args, ok := turnArgs(calls[i].Arguments)
+				if !ok {
+					call.Arguments = calls[i].Arguments // R91: invalid JSON is passed as the raw string
+				}
+				tc.s = &execs[i]
+				r.initExec(tc.s, ctx, node, call)
+				if ok {
+					tc.s.args = args
+				}
 				tc.s.turnID = o.id
 			}
 			mode := Exclusive
@@ -212,15 +248,8 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 			if res == nil {
 				release := g.acquire(tc.s)
 				tc.dispatch = true
-				r.workers.run(func() {
-					res, final := r.dispatch(tc.s, tc.h, nil)
-					release()
-					if !final {
-						res = r.recheck(tc.s, res)
-					}
-					tc.res, tc.final, tc.post = res, final, !final
-					outcomes <- turnOutcome{i}
-				})
+				tc.reg, tc.i, tc.release, tc.outcomes = r, i, release, outcomes
+				r.workers.start(tc)
 			} else {
 				tc.res, tc.post = res, post
 			}

@@ -27,7 +27,15 @@ const (
 )
 
 // Gate is the shared admission word of one scope.
-type Gate struct{ w atomic.Uint64 }
+type Gate struct {
+	w atomic.Uint64
+	// waiters counts the calls that failed the fast path and are not yet
+	// admitted (pending or queued): the load an overload bound looks at.
+	waiters atomic.Int64
+}
+
+// Waiting reports the calls waiting for admission (pending or queued).
+func (g *Gate) Waiting() int64 { return g.waiters.Load() }
 
 // TryAcquire admits a call at once when nobody waits and the call fits
 // (parallel: no exclusive call runs; exclusive: nothing runs). Otherwise it
@@ -44,6 +52,7 @@ func (g *Gate) TryAcquire(parallel bool) bool {
 			continue
 		}
 		if g.w.CompareAndSwap(s, s+pendingOne) {
+			g.waiters.Add(1)
 			return false
 		}
 	}
@@ -133,6 +142,7 @@ func (q *Queue) Release() []*Waiter {
 func (q *Queue) Drain() []*Waiter {
 	out := append([]*Waiter(nil), q.waiters[q.head:]...)
 	q.waiters, q.head = nil, 0
+	q.G.waiters.Add(-int64(len(out)))
 	for range out {
 		q.set(func(s uint64) uint64 { return s + 1 })
 	}
@@ -163,6 +173,7 @@ func (q *Queue) drain() []*Waiter {
 		}
 		q.waiters[q.head] = nil
 		q.head++
+		q.G.waiters.Add(-1)
 		out = append(out, w)
 	}
 	if q.head == len(q.waiters) {

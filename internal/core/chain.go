@@ -5,22 +5,42 @@ import (
 	"sync/atomic"
 )
 
-// Node is one scope key: its fixed parent link and its published layer.
-// Only the scope's owning actor calls Publish; anyone may call Layer.
+// Node is one scope key: its parent link and its published layer.
+// Only the scope's owning actor calls Publish; anyone may call Layer and
+// Parent.
 type Node struct {
 	// Key is the scope key ("" for the global scope).
 	Key string
-	// Parent is fixed when the node is bound (R3); nil for a root scope
-	// (whose parent is the global layer) and for the global node itself.
-	Parent *Node
+	// parent is nil for a root scope (whose parent is the global layer) and
+	// for the global node itself. A key that has a parent keeps it (R3); a
+	// root key may be bound under a parent once (SetParent), so the link is
+	// atomic: reads walk chains without locks.
+	parent atomic.Pointer[Node]
 	layer  atomic.Pointer[Layer]
 }
 
 // NewNode returns a node with an empty layer.
 func NewNode(key string, parent *Node) *Node {
-	n := &Node{Key: key, Parent: parent}
+	n := &Node{Key: key}
+	if parent != nil {
+		n.parent.Store(parent)
+	}
 	n.layer.Store(Empty)
 	return n
+}
+
+// Parent returns the node's parent, nil for a root scope or the global node.
+func (n *Node) Parent() *Node { return n.parent.Load() }
+
+// SetParent binds a root node under p (R3). It reports false, and changes
+// nothing, if n already has a parent or the link would form a cycle (p is
+// n or a descendant of n). The caller serializes binds (the registry lock);
+// concurrent readers see either the old or the new chain.
+func (n *Node) SetParent(p *Node) bool {
+	if p == nil || n.parent.Load() != nil || n.IsAncestorOf(p) {
+		return false
+	}
+	return n.parent.CompareAndSwap(nil, p)
 }
 
 // Layer returns the node's current published layer.
@@ -31,7 +51,7 @@ func (n *Node) Publish(l *Layer) { n.layer.Store(l) }
 
 // IsAncestorOf reports whether n is on the chain of m (m itself included).
 func (n *Node) IsAncestorOf(m *Node) bool {
-	for c := m; c != nil; c = c.Parent {
+	for c := m; c != nil; c = c.Parent() {
 		if c == n {
 			return true
 		}
@@ -57,7 +77,7 @@ type Chain struct {
 func Load(global *Node, node *Node) Chain {
 	var c Chain
 	c.Global = global.Layer()
-	for x := node; x != nil; x = x.Parent {
+	for x := node; x != nil; x = x.Parent() {
 		if c.n < chainInline {
 			c.inline[c.n] = x.Layer()
 			c.nodes[c.n] = x

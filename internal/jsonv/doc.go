@@ -35,8 +35,8 @@
 // # Depth
 //
 // Everything that walks input either iterates (the byte scanners) or
-// recurses with an explicit bound: nesting deeper than MaxDepth (10,000)
-// levels is rejected with ErrTooDeep, or the matching violation, rather
+// recurses with an explicit bound: nesting deeper than MaxDepth (50,000)
+// containers is rejected with ErrTooDeep, or the matching violation, rather
 // than exhausting the stack. Schemas thousands of levels deep (R34) are
-// well inside the bound.
+// well inside the bound, even through properties (two containers a level).
 package jsonv

@@ -129,7 +129,7 @@ const unsupportedKeyword = " is not a supported keyword (subset: type/oneOf/prop
 // ("schema.properties.a", "schema.oneOf[1]").
 //
 // Beyond the SPEC's messages: a schema nested deeper than MaxDepth yields
-// the single violation "schema is nested deeper than 10000 levels". A
+// the single violation "schema is nested deeper than 50000 levels". A
 // sub-schema shared by several positions (a DAG of Go maps) is checked, and
 // compiled, once per position. Numbers in enum/const are compared exactly
 // as decimals (1, 1.0 and 1e0 are equal).
