@@ -366,12 +366,13 @@ func FuzzTurnArgs(f *testing.F) {
 				t.Fatalf("empty text gave %s, want {}", args)
 			}
 		case jsonv.Valid([]byte(text)):
-			// Lossless JSON (R47) is the registry's notion of valid; text
-			// that only encoding/json accepts (e.g. negative zero "-0")
-			// takes the raw-string path below.
 			if !jsonEqual(args, []byte(text)) {
 				t.Fatalf("valid JSON %q arrived as %s", text, args)
 			}
+		case json.Valid([]byte(text)):
+			// Valid but not lossless JSON (e.g. negative zero "-0") is
+			// parsed, so its snapshot fails (R48): the body never runs.
+			t.Fatalf("lossy JSON %q reached the body as %s", text, args)
 		default:
 			var sv string
 			if err := json.Unmarshal(args, &sv); err != nil || (utf8.ValidString(text) && sv != text) {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"unsafe"
 
@@ -212,7 +213,13 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 				call := Call{ID: calls[i].ID, Name: calls[i].Name, Agent: agent}
 				args, ok := turnArgs(calls[i].Arguments)
 				if !ok {
-					call.Arguments = calls[i].Arguments // R91: invalid JSON is passed as the raw string
+					if text := calls[i].Arguments; json.Valid([]byte(text)) {
+						// Valid JSON that is not lossless (e.g. -0): parsed as
+						// JSON, so the snapshot fails (R48), as in the reference.
+						call.Arguments = json.RawMessage(text)
+					} else {
+						call.Arguments = text // R91: invalid JSON is passed as the raw string
+					}
 				}
 				tc.s = &execs[i]
 				r.initExec(tc.s, ctx, node, call)
