@@ -315,7 +315,7 @@ func FuzzRegistryOps(f *testing.F) {
 
 func FuzzTurnArgs(f *testing.F) {
 	for _, s := range []string{"", "{}", `{"a":1}`, `[1,2]`, `"str"`, `12345678901234567890123`, `{"a":`, "not json",
-		`{"a":1,"a":2}`, `"\ud800"`, "\xff", `1e400`, `{"x":[[[[[]]]]]}`, " {} ", "null", `{"big":1.000000000000000000001}`} {
+		`{"a":1,"a":2}`, `"\ud800"`, "\xff", `1e400`, `{"x":[[[[[]]]]]}`, " {} ", "null", `{"big":1.000000000000000000001}`, "-0", `{"z":-0.0}`} {
 		f.Add(s)
 	}
 	reg, err := runtime.New(runtime.WithEvents(false))
