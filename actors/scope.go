@@ -51,9 +51,13 @@ func ScopeProps(system *actor.ActorSystem, node *core.Node, h Handler, run Spawn
 	if run == nil {
 		run = goSpawn
 	}
+	// A scope actor sees only mutations and the occasional request, never
+	// the execution hot path, so it takes the lock-free mailbox: slower per
+	// message, but about 190 bytes smaller per idle scope than the default
+	// ring buffer (heap per idle scope is a budget, DESIGN.md).
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &scopeActor{node: node, handler: h, system: system, run: run}
-	})
+	}, actor.WithMailbox(actor.UnboundedLockfree()))
 }
 
 // Receive implements actor.Actor.

@@ -33,12 +33,17 @@ var (
 	errActorLost         = errors.New("runtime: scope actor stopped and could not be respawned")
 )
 
+// incarnation returns the current life of sh's scope actor, creating the
+// record on first use (a scope that is never mutated pays nothing).
 func (r *Registry) incarnation(sh *shell) *incarnation {
-	if v, ok := r.incs.Load(sh); ok {
-		return v.(*incarnation)
+	if inc := sh.inc.Load(); inc != nil {
+		return inc
 	}
-	v, _ := r.incs.LoadOrStore(sh, &incarnation{gone: make(chan struct{})})
-	return v.(*incarnation)
+	fresh := &incarnation{gone: make(chan struct{})}
+	if sh.inc.CompareAndSwap(nil, fresh) {
+		return fresh
+	}
+	return sh.inc.Load()
 }
 
 // mutate runs fn inside sh's scope actor and returns its error, surviving
@@ -78,8 +83,7 @@ func (h *messageHandler) ActorStopped() {
 	sh.mu.Unlock()
 	if intentional {
 		// Scope teardown: no mutation is in flight (stop waited for them).
-		if v, ok := r.incs.LoadAndDelete(sh); ok {
-			inc := v.(*incarnation)
+		if inc := sh.inc.Swap(nil); inc != nil {
 			inc.lost = true
 			close(inc.gone)
 		}
@@ -92,6 +96,6 @@ func (h *messageHandler) ActorStopped() {
 		close(old.gone)
 		return
 	}
-	r.incs.Store(sh, &incarnation{gone: make(chan struct{})})
+	sh.inc.Store(&incarnation{gone: make(chan struct{})})
 	close(old.gone)
 }

@@ -40,7 +40,6 @@ type Registry struct {
 	closeOnce sync.Once
 	closeDone chan struct{}
 	life      lifecycle // calls in flight (close.go)
-	incs      sync.Map  // *shell -> *incarnation of its scope actor (faults.go)
 }
 
 // scopeRec is the registry's record of one key. It outlives a disposed

@@ -28,6 +28,8 @@ type Scope struct {
 	groupReg *registration
 
 	td teardownState
+
+	ownStore owner // what own points to for a scope (groups allocate their own)
 }
 
 // teardownState is a handle's Dispose state (R7, R86). The first Dispose
@@ -92,12 +94,19 @@ type shell struct {
 	idle    chan struct{}
 	sup     atomic.Pointer[supervisor]
 	gate    admit.Gate
+	inc     atomic.Pointer[incarnation] // the scope actor's current life (faults.go)
+	// handler answers the actor's protobuf requests; embedded, as are
+	// the Scope's owner, because heap per idle scope is a budget.
+	handler messageHandler
 }
 
 func (r *Registry) spawnScope(node *core.Node) *Scope {
 	sh := &shell{}
-	sh.pid = r.system.Root.Spawn(actors.ScopeProps(r.system, node, &messageHandler{reg: r, node: node, shell: sh}, r.workers.run))
-	return &Scope{reg: r, node: node, shell: sh, own: &owner{}}
+	sh.handler = messageHandler{reg: r, node: node, shell: sh}
+	sh.pid = r.system.Root.Spawn(actors.ScopeProps(r.system, node, &sh.handler, r.workers.run))
+	sc := &Scope{reg: r, node: node, shell: sh}
+	sc.own = &sc.ownStore
+	return sc
 }
 
 // apply runs fn on the node's layer inside the scope actor.
