@@ -69,6 +69,8 @@ func callBody(td *toolDef, ctx context.Context, s *execState) (v any, err error)
 	args := s.args
 	if td.validateArgs == nil {
 		args = cloneBytes(args) // a raw body may keep or change its copy (R45)
+	} else {
+		s.directBody = true // the helper's own body, called by the registry
 	}
 	v, err = td.def.Execute(ctx, args, &s.rc)
 	if err != nil {

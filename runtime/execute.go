@@ -40,6 +40,9 @@ type execState struct {
 	concluded   atomic.Bool
 	bodyInvoked atomic.Bool
 	running     atomic.Bool // dispatch admitted and not yet released
+	admittedOn  *shell      // the gate that admitted the dispatch, owed a release
+	typedOut    []byte      // a typed body's canonical output (see typedOutMarker)
+	directBody  bool        // the registry is calling the typed helper's body itself
 	aroundErr   error
 	mode        Mode
 	classified  bool
@@ -142,7 +145,18 @@ func (r *Registry) hooksFor(s *execState) hooks {
 // gate is the admission of dispatch, supplied by the caller: the scope's
 // supervisor for single calls, the turn scheduler for turns.
 type gate interface {
-	acquire(s *execState) (release func())
+	// acquire admits s's dispatch; the admission is recorded on s and
+	// given back by releaseAdmission.
+	acquire(s *execState)
+}
+
+// releaseAdmission ends the admission acquire recorded on s.
+func (r *Registry) releaseAdmission(s *execState) {
+	s.running.Store(false)
+	if sh := s.admittedOn; sh != nil {
+		s.admittedOn = nil
+		r.releaseOn(sh)
+	}
 }
 
 // run executes the stages of R49 for s and returns the final result.
@@ -290,8 +304,8 @@ func (r *Registry) evalGuards(s *execState) (reason string, denied bool, err err
 // then normalizes (R58–R66). final=true means post-execute is skipped.
 func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final bool) {
 	if g != nil {
-		release := g.acquire(s)
-		defer release()
+		g.acquire(s)
+		defer r.releaseAdmission(s)
 	}
 	r.emitStarted(s)
 	if s.startedSent {
@@ -425,7 +439,9 @@ func stamped(s *execState, res *Result) *Result {
 // JSON value, including canonical bytes.
 func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 	var b []byte
-	if raw, ok := value.(canonical); ok {
+	if _, ok := value.(typedOutMarker); ok {
+		b, s.typedOut = s.typedOut, nil
+	} else if raw, ok := value.(canonical); ok {
 		b = raw
 	} else {
 		var err error
@@ -729,12 +745,12 @@ func cloneMessages(m []Message) []Message {
 // parent's admission (no deadlock for composite exclusive tools).
 type scopeGate struct{ reg *Registry }
 
-func (g scopeGate) acquire(s *execState) func() {
+func (g scopeGate) acquire(s *execState) {
 	if p := s.parent.s; p != nil && p.node == s.node && p.running.Load() {
 		// Runs under the parent's admission; mark it running so its own
 		// nested calls do too (two levels deep must not deadlock).
 		s.running.Store(true)
-		return func() { s.running.Store(false) }
+		return
 	}
 	s.mode, s.classified = Exclusive, true
 	if td, ok := g.reg.resolve(s.node, s.name); ok {
@@ -745,12 +761,7 @@ func (g scopeGate) acquire(s *execState) func() {
 	if sh == nil {
 		sh = g.reg.admission(s.node)
 	}
-	if sh == nil {
-		return func() { s.running.Store(false) }
-	}
-	release := g.reg.acquire(sh, s.mode == Parallel)
-	return func() {
-		s.running.Store(false)
-		release()
+	if sh != nil && g.reg.admit(sh, s.mode == Parallel) {
+		s.admittedOn = sh
 	}
 }

@@ -92,18 +92,17 @@ func (r *Registry) supervisorFor(sh *shell) *supervisor {
 	return sup
 }
 
-// acquire admits one dispatch on sh's gate: with one compare-and-swap when
-// nobody waits, else through the supervisor actor, which keeps arrival
-// order. The returned release must be called exactly once.
-func (r *Registry) acquire(sh *shell, parallel bool) (release func()) {
+// admit admits one dispatch on sh's gate: with one compare-and-swap when
+// nobody waits, else through the supervisor, which keeps arrival order.
+// true means the caller owes exactly one releaseOn(sh); false means the
+// scope is being torn down and the call runs unadmitted (R7 lets it
+// finish).
+func (r *Registry) admit(sh *shell, parallel bool) bool {
 	if sh.gate.TryAcquire(parallel) {
-		return func() { r.releaseOn(sh) }
+		return true
 	}
 	sup := r.supervisorFor(sh)
-	if sup == nil || !sup.admitWait(parallel) {
-		return releaseNothing // the scope is being torn down; R7 lets the call finish
-	}
-	return func() { r.releaseOn(sh) }
+	return sup != nil && sup.admitWait(parallel)
 }
 
 func (r *Registry) releaseOn(sh *shell) {
@@ -232,5 +231,3 @@ func (sup *supervisor) stop() {
 	sup.stopped = true
 	sup.reg.system.Root.Poison(sup.pid)
 }
-
-var releaseNothing = func() {}

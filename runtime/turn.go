@@ -151,7 +151,6 @@ type turnCall struct {
 	// For the dispatch task (run on a pool worker, no closure per call).
 	reg      *Registry
 	i        int
-	release  func()
 	outcomes chan<- turnOutcome
 }
 
@@ -159,7 +158,7 @@ type turnCall struct {
 // admission taken at prepare, then the after-around cancel check (R80).
 func (tc *turnCall) run() {
 	res, final := tc.reg.dispatch(tc.s, tc.h, nil)
-	tc.release()
+	tc.reg.releaseAdmission(tc.s)
 	if !final {
 		res = tc.reg.recheck(tc.s, res)
 	}
@@ -253,9 +252,9 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 			tc.h = r.hooksFor(tc.s)
 			res, post := r.gate(tc.s, tc.h)
 			if res == nil {
-				release := g.acquire(tc.s)
+				g.acquire(tc.s)
 				tc.dispatch = true
-				tc.reg, tc.i, tc.release, tc.outcomes = r, i, release, outcomes
+				tc.reg, tc.i, tc.outcomes = r, i, outcomes
 				r.workers.start(tc)
 			} else {
 				tc.res, tc.post = res, post
@@ -328,16 +327,11 @@ func (g *turnGate) shell() *shell {
 	return g.sh
 }
 
-func (g *turnGate) acquire(s *execState) func() {
+func (g *turnGate) acquire(s *execState) {
 	sh := g.shell()
 	s.running.Store(true)
-	if sh == nil {
-		return func() { s.running.Store(false) }
-	}
-	release := g.reg.acquire(sh, s.mode == Parallel)
-	return func() {
-		s.running.Store(false)
-		release()
+	if sh != nil && g.reg.admit(sh, s.mode == Parallel) {
+		s.admittedOn = sh
 	}
 }
 

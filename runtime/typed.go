@@ -153,7 +153,16 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		typed:           &typedInfo{params: pschema, classifier: o.classifier, alwaysParallel: o.parallel, defaultRender: o.render == nil},
 	}
 	plain := isPlain(reflect.TypeFor[Out]())
+	stringOut := reflect.TypeFor[Out]().Kind() == reflect.String
 	def.Execute = func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error) {
+		// direct: the registry itself called this body (not another body or
+		// a wrapper holding rc), so the output may go through the side
+		// channel. Taken once, at entry, so a nested direct call of another
+		// typed body from fn sees false.
+		direct := false
+		if rc != nil && rc.s != nil {
+			direct, rc.s.directBody = rc.s.directBody, false
+		}
 		// R105: validated inside the body, unless this execution's
 		// classification already checked the same bytes against pschema.
 		if rc == nil || rc.s == nil || rc.s.argsChecked != pschema {
@@ -168,6 +177,13 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		out, err := fn(ctx, in, rc)
 		if err != nil {
 			return nil, err
+		}
+		if stringOut && direct {
+			// Snapshot a string output here, straight into the execution,
+			// without boxing it (success creation picks it up).
+			str := *(*string)(unsafe.Pointer(&out))
+			rc.s.typedOut = jsonv.AppendString(make([]byte, 0, len(str)+2), str)
+			return typedOutMarker{}, nil
 		}
 		if plain {
 			// A string, bool or number is already a lossless JSON value
@@ -248,3 +264,8 @@ func plainValue(v any) any {
 	}
 	return v
 }
+
+// typedOutMarker is what the typed helper's body returns when it already
+// put the canonical output in its execution (execState.typedOut). Boxing a
+// zero-size value allocates nothing.
+type typedOutMarker struct{}

@@ -543,3 +543,7 @@ func hasDupSpans(buf []byte, spans []int) bool {
 	}
 	return false
 }
+
+// AppendString appends s as a canonical JSON string (what Encode gives for
+// a string value) without boxing it in an interface.
+func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s) }
