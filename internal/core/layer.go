@@ -102,12 +102,10 @@ type Layer struct {
 	// Restrictions in the order they were added.
 	Restrictions []*Restriction
 
-	// lists holds guards and hooks, each ordered by Seq.
-	lists [numKinds][]Entry
-	// guardGen changes whenever the guard list becomes empty, so an
-	// evaluation that started before can tell a fresh list from the one it
-	// was walking (R40 surprise).
-	guardGen uint64
+	// cb holds guards and hooks; nil until the layer gets its first one
+	// (most agent layers have none, and a layer is copied on every
+	// mutation: heap per idle scope is a budget).
+	cb *callbacks
 
 	orderOnce sync.Once
 	ordered   []*Entry
@@ -137,17 +135,48 @@ func (l *Layer) Tools() []*Entry {
 }
 
 // List returns the callbacks of one kind, ordered by Seq. Shared; read only.
-func (l *Layer) List(k Kind) []Entry { return l.lists[k] }
+func (l *Layer) List(k Kind) []Entry {
+	if l.cb == nil {
+		return nil
+	}
+	return l.cb.lists[k]
+}
+
+// callbacks is the immutable set of a layer's guards and hooks.
+type callbacks struct {
+	// lists holds guards and hooks, each ordered by Seq.
+	lists [numKinds][]Entry
+	// guardGen changes whenever the guard list becomes empty, so an
+	// evaluation that started before can tell a fresh list from the one it
+	// was walking (R40 surprise).
+	guardGen uint64
+}
+
+func (l *Layer) callbacksCopy() *callbacks {
+	if l.cb == nil {
+		return &callbacks{}
+	}
+	c := *l.cb
+	return &c
+}
 
 // GuardGen is the generation of the guard list (see Layer.guardGen).
-func (l *Layer) GuardGen() uint64 { return l.guardGen }
+func (l *Layer) GuardGen() uint64 {
+	if l.cb == nil {
+		return 0
+	}
+	return l.cb.guardGen
+}
 
 // IsEmpty reports whether the layer holds no registrations at all.
 func (l *Layer) IsEmpty() bool {
 	if l.tools.n != 0 || len(l.Restrictions) != 0 {
 		return false
 	}
-	for _, list := range l.lists {
+	if l.cb == nil {
+		return true
+	}
+	for _, list := range l.cb.lists {
 		if len(list) != 0 {
 			return false
 		}
@@ -161,8 +190,7 @@ func (l *Layer) clone() *Layer {
 		tools:        l.tools,
 		nextSeq:      l.nextSeq,
 		Restrictions: l.Restrictions,
-		lists:        l.lists,
-		guardGen:     l.guardGen,
+		cb:           l.cb,
 	}
 	return n
 }
@@ -219,35 +247,39 @@ func (l *Layer) RemoveRestriction(id uint64) (*Layer, bool) {
 // AddCallback returns a layer with e inserted into list k by Seq.
 func (l *Layer) AddCallback(k Kind, e Entry) *Layer {
 	n := l.clone()
-	old := l.lists[k]
+	cb := l.callbacksCopy()
+	old := l.List(k)
 	if k == KindGuard && len(old) == 0 {
-		n.guardGen++
+		cb.guardGen++
 	}
 	list := make([]Entry, 0, len(old)+1)
 	i := sort.Search(len(old), func(i int) bool { return old[i].Seq > e.Seq })
 	list = append(list, old[:i]...)
 	list = append(list, e)
 	list = append(list, old[i:]...)
-	n.lists[k] = list
+	cb.lists[k] = list
+	n.cb = cb
 	return n
 }
 
 // RemoveCallback returns a layer without callback id in list k.
 func (l *Layer) RemoveCallback(k Kind, id uint64) (*Layer, bool) {
-	old := l.lists[k]
+	old := l.List(k)
 	for i := range old {
 		if old[i].ID == id {
 			n := l.clone()
+			cb := l.callbacksCopy()
 			list := make([]Entry, 0, len(old)-1)
 			list = append(list, old[:i]...)
 			list = append(list, old[i+1:]...)
 			if len(list) == 0 {
 				list = nil
 				if k == KindGuard {
-					n.guardGen++
+					cb.guardGen++
 				}
 			}
-			n.lists[k] = list
+			cb.lists[k] = list
+			n.cb = cb
 			return n, true
 		}
 	}
