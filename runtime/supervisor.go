@@ -175,7 +175,7 @@ func (sup *supervisor) apply(ops []supOp) {
 	for _, op := range ops {
 		switch {
 		case op.run != nil:
-			go op.run()
+			sup.reg.workers.run(op.run) // a warm worker: the runner is deep enough to grow a fresh stack
 		case op.w != nil:
 			wake(sup.queue.Admit(op.w))
 		default:
@@ -208,7 +208,7 @@ func (sup *supervisor) Stopped() {
 	for _, op := range ops {
 		switch {
 		case op.run != nil:
-			go op.run()
+			sup.reg.workers.run(op.run) // a warm worker: the runner is deep enough to grow a fresh stack
 		case op.w != nil:
 			wake(sup.queue.Admit(op.w))
 		}
