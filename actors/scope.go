@@ -2,7 +2,6 @@ package actors
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -16,8 +15,6 @@ type Mutate struct {
 	Apply func(cur *core.Layer) (*core.Layer, error)
 	Reply chan error
 }
-
-var replyPool = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // Handler answers the protobuf read and execute requests a scope's PID
 // receives. It is implemented by the runtime package; the actor calls it
@@ -111,12 +108,3 @@ func (a *scopeActor) apply(m *Mutate) (err error) {
 // actor has stopped, for whatever reason (after the actor left the process
 // registry, so it may respawn it under the same name).
 type StopObserver interface{ ActorStopped() }
-
-// Apply sends fn to the scope actor at pid and waits for it to be applied.
-func Apply(system *actor.ActorSystem, pid *actor.PID, fn func(*core.Layer) (*core.Layer, error)) error {
-	ch := replyPool.Get().(chan error)
-	system.Root.Send(pid, &Mutate{Apply: fn, Reply: ch})
-	err := <-ch
-	replyPool.Put(ch)
-	return err
-}
