@@ -25,45 +25,28 @@ type SupervisorHost interface {
 
 // supervisorActor decides who may dispatch next in one scope (issue 3). It
 // never runs user code: turns it is asked to run start on goroutines of
-// their own. Execute and turn requests that arrive as protobuf messages
-// are answered by the handler on a goroutine of their own.
+// their own. (Protobuf requests go to the scope actor's PID.)
 type supervisorActor struct {
-	host    SupervisorHost
-	handler Handler
-	system  *actor.ActorSystem
+	host SupervisorHost
 }
 
 // SupervisorProps returns the props of a scope's supervisor working for
 // host.
-func SupervisorProps(system *actor.ActorSystem, host SupervisorHost, h Handler) *actor.Props {
+func SupervisorProps(host SupervisorHost) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &supervisorActor{host: host, handler: h, system: system}
+		return &supervisorActor{host: host}
 	})
 }
 
 // Receive implements actor.Actor.
 func (a *supervisorActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	switch ctx.Message().(type) {
 	case *Wake, *actor.Started:
 		// Started: a new incarnation takes whatever its predecessor left.
 		a.host.Step()
 	case *actor.Restarting, *actor.Stopping:
 	case *actor.Stopped:
 		a.host.Stopped()
-	default:
-		if a.handler == nil {
-			return
-		}
-		sender := ctx.Sender()
-		if sender == nil {
-			return
-		}
-		msg := m
-		go func() {
-			if reply := a.handler.Handle(msg); reply != nil {
-				a.system.Root.Send(sender, reply)
-			}
-		}()
 	}
 }
 
