@@ -51,7 +51,7 @@ func (a *supervisorActor) Receive(ctx actor.Context) {
 }
 
 // RunTurn hands a whole model turn to a supervisor: one request per turn.
-// The supervisor starts Run on a goroutine of its own (the runner executes
+// Run is started off the actor, on a worker goroutine (the runner executes
 // user code, so it never runs inside Receive).
 type RunTurn struct {
 	Run func()
