@@ -5,8 +5,9 @@
 //	                  user code), publishes the new immutable snapshot on the
 //	                  scope's node and answers on the message's channel.
 //	                  Protobuf requests (package messages) are answered by a
-//	                  Handler on a goroutine of their own.
-//	supervisor actor  one per scope, spawned on first execution: decides
+//	                  Handler off the actor, through a Spawner (the runtime's
+//	                  warm workers).
+//	supervisor actor  one per scope, spawned on first contention or turn: decides
 //	                  admission (internal/admit) — parallel calls overlap,
 //	                  an exclusive call runs alone, first come first served —
 //	                  and starts each turn's runner. Its queue and pending
