@@ -32,7 +32,8 @@
 // Get, Schemas and ExecutionMode answer for one view without waiting on any
 // actor: each scope's actor publishes an immutable snapshot of its layer
 // after every change, and a read loads each layer on the chain once, so it
-// sees one consistent state and costs the same with 1 or 10,000 tools.
+// sees one consistent state. Get and ExecutionMode resolve one name without
+// building the view, so they cost the same with 1 or 10,000 tools.
 // Schemas returns only name, description and parameters. ExecutionMode is
 // Parallel only when the tool's classifier returns exactly (true, nil);
 // everything else fails closed to Exclusive.
