@@ -205,14 +205,7 @@ func (sup *supervisor) Stopped() {
 	ops := sup.inbox
 	sup.inbox = nil
 	sup.mu.Unlock()
-	for _, op := range ops {
-		switch {
-		case op.run != nil:
-			sup.reg.workers.run(op.run) // a warm worker: the runner is deep enough to grow a fresh stack
-		case op.w != nil:
-			wake(sup.queue.Admit(op.w))
-		}
-	}
+	sup.apply(ops)
 	wake(sup.queue.Drain())
 }
 
