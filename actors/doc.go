@@ -10,7 +10,7 @@
 //	supervisor actor  one per scope, spawned on first contention or turn: decides
 //	                  admission (internal/admit) — parallel calls overlap,
 //	                  an exclusive call runs alone, first come first served —
-//	                  and starts each turn's runner. Its queue and pending
+//	                  and gives each turn its go-ahead. Its queue and pending
 //	                  requests live with its host (SupervisorHost); a Wake
 //	                  message only tells it to look.
 //

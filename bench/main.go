@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -85,7 +86,25 @@ func main() {
 	from := flag.String("from", "", "render the table, HTML and SVG from an earlier JSON report instead of running")
 	only := flag.String("run", "", "run only the timed scenarios whose name matches this regexp")
 	ref := flag.Bool("ref", true, "measure the node reference implementation when node is present (npm installs it into ref/node_modules)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to FILE")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the run to FILE")
 	flag.Parse()
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer func() { pprof.StopCPUProfile(); check(f.Close()) }()
+	}
+	if *memProfile != "" {
+		goruntime.MemProfileRate = 4096
+		defer func() {
+			f, err := os.Create(*memProfile)
+			check(err)
+			check(pprof.Lookup("allocs").WriteTo(f, 0))
+			check(f.Close())
+		}()
+	}
 
 	cfg := runConfig{dur: 2 * time.Second, rounds: 3, scopesDisposed: 100_000, heapScopes: 10_000}
 	mode := "full"

@@ -35,8 +35,8 @@ type supervisor struct {
 
 // supOp is one request: an admission (w), a release (neither) or a turn.
 type supOp struct {
-	w   *admit.Waiter
-	run func()
+	w     *admit.Waiter
+	start func() // a turn's go-ahead (actors.RunTurn)
 }
 
 var wakeMsg = &actors.Wake{}
@@ -134,7 +134,7 @@ func (sup *supervisor) send(msg any) bool {
 	if !ok {
 		return false
 	}
-	return sup.post(supOp{run: rt.Run})
+	return sup.post(supOp{start: rt.Start})
 }
 
 func (sup *supervisor) release() { sup.post(supOp{}) }
@@ -174,8 +174,8 @@ func (sup *supervisor) Step() {
 func (sup *supervisor) apply(ops []supOp) {
 	for _, op := range ops {
 		switch {
-		case op.run != nil:
-			sup.reg.workers.run(op.run) // a warm worker: the runner is deep enough to grow a fresh stack
+		case op.start != nil:
+			op.start() // the turn's go-ahead; the turn runs on its caller's goroutine
 		case op.w != nil:
 			wake(sup.queue.Admit(op.w))
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/toolscope/toolscope/actors"
@@ -113,31 +114,26 @@ func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnO
 	return s.reg.turnVia(ctx, s.viewNode(), s.node.Key, calls, o)
 }
 
-// turnVia hands the turn to the scope's supervisor as one message; the
-// supervisor starts the runner and the answer comes back once.
+// turnVia hands the turn to the scope's supervisor as one message. The
+// supervisor admits it in arrival order and gives the go-ahead; the turn
+// then runs on the caller's goroutine and the dispatch workers (see
+// turnRun), so no goroutine sits idle waiting for the answer.
 func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
-	type answer struct {
-		res *TurnResult
-		err error
-	}
 	ctx, t, err := r.enterTurn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer r.exit(t)
-	done := make(chan answer, 1)
-	run := func() {
-		res, err := r.runTurn(ctx, node, agent, calls, o)
-		done <- answer{res, err}
+	if sup := r.supervisorOf(node); sup != nil {
+		ready := make(chan struct{})
+		if sup.send(&actors.RunTurn{Start: func() { close(ready) }}) {
+			<-ready
+		}
 	}
-	if sup := r.supervisorOf(node); sup == nil || !sup.send(&actors.RunTurn{Run: run}) {
-		r.workers.run(run)
-	}
-	a := <-done
-	return a.res, a.err
+	return r.runTurn(ctx, node, agent, calls, o)
 }
 
-// turnCall is the runner's state for one call.
+// turnCall is the turn's state for one call.
 type turnCall struct {
 	s        *execState
 	h        hooks
@@ -149,24 +145,260 @@ type turnCall struct {
 	dispatch bool
 
 	// For the dispatch task (run on a pool worker, no closure per call).
-	reg      *Registry
-	i        int
-	outcomes chan<- turnOutcome
+	tr   *turnRun
+	i    int
+	next *turnCall // link in turnRun.done
 }
 
-// run is the call's dispatch on a worker: around hooks and body under the
-// admission taken at prepare, then the after-around cancel check (R80).
+// run is the call's dispatch on a pool worker: it reports the outcome and
+// then helps drive the turn.
 func (tc *turnCall) run() {
-	res, final := tc.reg.dispatch(tc.s, tc.h, nil)
-	tc.reg.releaseAdmission(tc.s)
+	tc.dispatchAndReport()
+	tc.tr.drive()
+}
+
+// dispatchAndReport runs around hooks and body under the admission taken
+// at prepare, then the after-around cancel check (R80), and pushes the
+// outcome on the turn's done list.
+func (tc *turnCall) dispatchAndReport() {
+	tr := tc.tr
+	r := tr.reg
+	res, final := r.dispatch(tc.s, tc.h, nil)
+	r.releaseAdmission(tc.s)
 	if !final {
-		res = tc.reg.recheck(tc.s, res)
+		res = r.recheck(tc.s, res)
 	}
 	tc.res, tc.final, tc.post = res, final, !final
-	tc.outcomes <- turnOutcome{tc.i}
+	for {
+		head := tr.done.Load()
+		tc.next = head
+		if tr.done.CompareAndSwap(head, tc) {
+			return
+		}
+	}
 }
 
-type turnOutcome struct{ i int }
+// turnRun is one turn in progress. The policy (internal/sched) and
+// everything it asks for (classify, prepare, commit) run one step at a time
+// in model order, but not on one fixed goroutine: whoever holds driving
+// runs them — the caller at first, then whichever dispatch finishes while
+// nobody drives. A finished dispatch pushes itself on done and tries to
+// take over; if somebody already drives, the driver takes the outcome
+// before it lets go (it checks done again after letting go). So no
+// goroutine waits for outcomes one by one: on a machine with few cores a
+// turn of trivial calls costs one hand-off per dispatch, not three.
+type turnRun struct {
+	reg    *Registry
+	ctx    context.Context
+	node   *core.Node
+	agent  string
+	calls  []TurnCall
+	o      turnOptions
+	t      *sched.Turn
+	out    *TurnResult
+	states []turnCall
+	g      turnGate
+
+	group      int32
+	groupHead  int
+	inParallel bool
+	over       bool // Done was reached; nothing more to drive
+	err        error
+
+	driving  atomic.Bool
+	done     atomic.Pointer[turnCall] // finished dispatches not yet reported, newest first
+	finished chan struct{}            // closed once over is set
+}
+
+// runTurn runs a turn on the calling goroutine (helped by the dispatch
+// workers) and returns its result.
+func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
+	t, err := sched.New(len(calls), o.maxParallel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	tr := &turnRun{
+		reg: r, ctx: ctx, node: node, agent: agent, calls: calls, o: o, t: t,
+		out:       &TurnResult{Results: make([]*Result, len(calls)), Events: make([]TurnEvent, 0, 2*len(calls))},
+		states:    make([]turnCall, len(calls)),
+		g:         turnGate{reg: r, node: node},
+		groupHead: -1,
+		finished:  make(chan struct{}),
+	}
+	execs := make([]execState, len(calls))
+	for i := range tr.states {
+		tr.states[i].s = &execs[i]
+		tr.states[i].tr = tr
+		tr.states[i].i = i
+	}
+	tr.drive()
+	<-tr.finished
+	if tr.err != nil {
+		return nil, tr.err
+	}
+	return tr.out, nil
+}
+
+// drive runs the turn while nobody else does. A dispatch it prepared last,
+// just before the turn had to wait, it runs itself once it has let go of
+// driving (a hand-off saved); every other dispatch starts on a worker.
+func (tr *turnRun) drive() {
+	for {
+		if !tr.driving.CompareAndSwap(false, true) {
+			return // the driver takes our outcome before it lets go
+		}
+		inline := tr.session()
+		tr.driving.Store(false)
+		if inline != nil {
+			inline.dispatchAndReport()
+			continue
+		}
+		if tr.done.Load() == nil {
+			return
+		}
+		// An outcome arrived after the session's last look: take it.
+	}
+}
+
+// session steps the policy until it must wait for a dispatch or the turn
+// is over. It returns the dispatch prepared last before the wait, not yet
+// started, for the caller to run.
+func (tr *turnRun) session() (inline *turnCall) {
+	r, t := tr.reg, tr.t
+	if tr.over {
+		return nil
+	}
+	for {
+		for c := tr.done.Swap(nil); c != nil; {
+			next := c.next
+			c.next = nil
+			if err := t.DispatchDone(c.i); err != nil {
+				_ = t.Fail(err)
+			}
+			c = next
+		}
+		if tr.ctx.Err() != nil {
+			t.Abort()
+		}
+		a := t.Next()
+		if inline != nil && a.Kind != sched.Wait {
+			// The next step may run user code (a classifier, hooks, an
+			// observer): the held dispatch must not wait for it.
+			r.workers.start(inline)
+			inline = nil
+		}
+		i := a.Call
+		switch a.Kind {
+		case sched.Classify:
+			tr.classify(i)
+		case sched.Prepare:
+			if tr.prepare(i) {
+				inline = &tr.states[i]
+			}
+		case sched.Commit:
+			tr.commit(i)
+		case sched.Synthetic:
+			id := tr.calls[i].ID
+			tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, id}, TurnEvent{ResultRecorded, id})
+			tr.out.Results[i] = abortedBeforeDispatch()
+			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group)
+		case sched.Wait:
+			if tr.done.Load() != nil {
+				continue
+			}
+			return inline
+		case sched.Done:
+			if err := t.Err(); err != nil {
+				tr.err = fmt.Errorf("runtime: turn scheduler failed: %w", err)
+			}
+			if len(tr.out.Contexts) == 0 {
+				tr.out.Contexts = nil
+			}
+			tr.over = true
+			close(tr.finished)
+			return nil
+		}
+	}
+}
+
+func (tr *turnRun) classify(i int) {
+	r, tc := tr.reg, &tr.states[i]
+	if !tc.s.classified {
+		c := &tr.calls[i]
+		call := Call{ID: c.ID, Name: c.Name, Agent: tr.agent}
+		args, ok := turnArgs(c.Arguments)
+		if !ok {
+			if json.Valid([]byte(c.Arguments)) {
+				// Valid JSON that is not lossless (e.g. -0): parsed as
+				// JSON, so the snapshot fails (R48), as in the reference.
+				call.Arguments = json.RawMessage(c.Arguments)
+			} else {
+				call.Arguments = c.Arguments // R91: invalid JSON is passed as the raw string
+			}
+		}
+		r.initExec(tc.s, tr.ctx, tr.node, call)
+		if ok {
+			tc.s.args = args
+		}
+		tc.s.turnID = tr.o.id
+	}
+	mode := Exclusive
+	if tc.s.args != nil {
+		if td, ok := r.resolve(tr.node, tc.s.name); ok {
+			mode = td.classifyExec(tc.s)
+		}
+	}
+	tc.mode = mode
+	if !(mode == Parallel && tr.inParallel) && tr.groupHead != i {
+		tr.group++
+		tr.groupHead = i
+	}
+	tr.inParallel = mode == Parallel
+	tc.group = tr.group
+	tc.s.group = tr.group
+	tc.s.mode, tc.s.classified = mode, true
+	if err := tr.t.Classified(i, schedMode(mode)); err != nil {
+		_ = tr.t.Fail(err)
+	}
+}
+
+// prepare runs the call's prepare part; true means its dispatch is admitted
+// and waits to be started.
+func (tr *turnRun) prepare(i int) bool {
+	r, tc := tr.reg, &tr.states[i]
+	tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, tr.calls[i].ID})
+	tc.s.chain = core.Load(r.global.node, tr.node) // hooks and guards as of this start
+	tc.h = r.hooksFor(tc.s)
+	res, post := r.gate(tc.s, tc.h)
+	if res == nil {
+		tr.g.acquire(tc.s)
+		tc.dispatch = true
+	} else {
+		tc.res, tc.post = res, post
+	}
+	if err := tr.t.Prepared(i, tc.dispatch); err != nil {
+		_ = tr.t.Fail(err)
+	}
+	return tc.dispatch
+}
+
+func (tr *turnRun) commit(i int) {
+	r, tc, out := tr.reg, &tr.states[i], tr.out
+	res := tc.res
+	if tc.post {
+		res = r.postAndRecheck(tc.s, tc.h, res)
+	}
+	res = r.finish(tc.s, res, tc.h)
+	out.Results[i] = res
+	out.Events = append(out.Events, TurnEvent{ResultRecorded, tr.calls[i].ID})
+	out.Contexts = append(out.Contexts, res.contexts...)
+	if res.concludes {
+		out.Concluded = true
+	}
+	if err := tr.t.Committed(i); err != nil {
+		_ = tr.t.Fail(err)
+	}
+}
 
 // turnArgs is R91's parse of argument text, done once: empty is {}; valid
 // JSON is snapshotted straight from the text; ok=false means invalid JSON,
@@ -183,122 +415,6 @@ func turnArgs(text string) (args []byte, ok bool) {
 	return b, true
 }
 
-// runTurn drives the pure policy of internal/sched (SPEC §9). Classify,
-// prepare and commit run here, one at a time in model order; dispatches
-// run on goroutines and report back on a channel.
-func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
-	t, err := sched.New(len(calls), o.maxParallel)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
-	}
-	out := &TurnResult{Results: make([]*Result, len(calls)), Events: make([]TurnEvent, 0, 2*len(calls))}
-	states := make([]turnCall, len(calls))
-	execs := make([]execState, len(calls))
-	outcomes := make(chan turnOutcome, len(calls))
-	g := &turnGate{reg: r, node: node}
-	var group int32
-	groupHead := -1
-	inParallel := false
-	for {
-		if ctx.Err() != nil {
-			t.Abort()
-		}
-		a := t.Next()
-		i := a.Call
-		switch a.Kind {
-		case sched.Classify:
-			tc := &states[i]
-			if tc.s == nil {
-				call := Call{ID: calls[i].ID, Name: calls[i].Name, Agent: agent}
-				args, ok := turnArgs(calls[i].Arguments)
-				if !ok {
-					if text := calls[i].Arguments; json.Valid([]byte(text)) {
-						// Valid JSON that is not lossless (e.g. -0): parsed as
-						// JSON, so the snapshot fails (R48), as in the reference.
-						call.Arguments = json.RawMessage(text)
-					} else {
-						call.Arguments = text // R91: invalid JSON is passed as the raw string
-					}
-				}
-				tc.s = &execs[i]
-				r.initExec(tc.s, ctx, node, call)
-				if ok {
-					tc.s.args = args
-				}
-				tc.s.turnID = o.id
-			}
-			mode := Exclusive
-			if tc.s.args != nil {
-				if td, ok := r.resolve(node, tc.s.name); ok {
-					mode = td.classifyExec(tc.s)
-				}
-			}
-			tc.mode = mode
-			if !(mode == Parallel && inParallel) && groupHead != i {
-				group++
-				groupHead = i
-			}
-			inParallel = mode == Parallel
-			tc.group = group
-			tc.s.group = group
-			tc.s.mode, tc.s.classified = mode, true
-			if err := t.Classified(i, schedMode(mode)); err != nil {
-				_ = t.Fail(err)
-			}
-		case sched.Prepare:
-			tc := &states[i]
-			out.Events = append(out.Events, TurnEvent{CallStarted, calls[i].ID})
-			tc.s.chain = core.Load(r.global.node, node) // hooks and guards as of this start
-			tc.h = r.hooksFor(tc.s)
-			res, post := r.gate(tc.s, tc.h)
-			if res == nil {
-				g.acquire(tc.s)
-				tc.dispatch = true
-				tc.reg, tc.i, tc.outcomes = r, i, outcomes
-				r.workers.start(tc)
-			} else {
-				tc.res, tc.post = res, post
-			}
-			if err := t.Prepared(i, tc.dispatch); err != nil {
-				_ = t.Fail(err)
-			}
-		case sched.Commit:
-			tc := &states[i]
-			res := tc.res
-			if tc.post {
-				res = r.postAndRecheck(tc.s, tc.h, res)
-			}
-			res = r.finish(tc.s, res, tc.h)
-			out.Results[i] = res
-			out.Events = append(out.Events, TurnEvent{ResultRecorded, calls[i].ID})
-			out.Contexts = append(out.Contexts, res.contexts...)
-			if res.concludes {
-				out.Concluded = true
-			}
-			if err := t.Committed(i); err != nil {
-				_ = t.Fail(err)
-			}
-		case sched.Synthetic:
-			out.Events = append(out.Events, TurnEvent{CallStarted, calls[i].ID}, TurnEvent{ResultRecorded, calls[i].ID})
-			out.Results[i] = abortedBeforeDispatch()
-			r.emitSynthetic(calls[i].ID, agent, calls[i].Name, o.id, group)
-		case sched.Wait:
-			oc := <-outcomes
-			if err := t.DispatchDone(oc.i); err != nil {
-				_ = t.Fail(err)
-			}
-		case sched.Done:
-			if err := t.Err(); err != nil {
-				return nil, fmt.Errorf("runtime: turn scheduler failed: %w", err)
-			}
-			if len(out.Contexts) == 0 {
-				out.Contexts = nil
-			}
-			return out, nil
-		}
-	}
-}
-
 func schedMode(m Mode) sched.Mode {
 	if m == Parallel {
 		return sched.Parallel
@@ -308,10 +424,11 @@ func schedMode(m Mode) sched.Mode {
 
 // turnGate admits a turn's dispatches on the scope's gate, one admission
 // per dispatch, released by the dispatch itself when it ends (like a single
-// Execute). The turn never holds an admission while its runner runs
+// Execute). The turn's driver never holds an admission while it runs
 // prepare or commit: a hook or observer there may run a nested exclusive
-// Execute in the same scope (R86), which must not wait for the turn. Used
-// by the runner goroutine only.
+// Execute in the same scope (R86), which must not wait for the turn (a
+// dispatch held for the driver to run itself is started on a worker before
+// any further user code runs). Used only by whoever drives the turn.
 type turnGate struct {
 	reg    *Registry
 	node   *core.Node
