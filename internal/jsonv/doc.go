@@ -27,7 +27,10 @@
 // violation in the SPEC's order and wording, and compiles it into a Schema.
 // Schema.Validate checks canonical bytes against it (R102): the bytes are
 // flattened into a pooled "tape" of nodes that point into the input, so a
-// small valid object validates without allocating. Schema.ValidateValue does
+// small valid object validates without allocating. Before that, a quick
+// check walks compact input once against schemas without enum, const or
+// oneOf and answers "valid" outright (most tool arguments and outputs);
+// anything it declines, including every violation, takes the tape. Schema.ValidateValue does
 // the same for an arbitrary Go value, reporting NaN, −0, cycles and foreign
 // types where R102 says. ForType derives schemas from Go types the way
 // encoding/json would encode them, for the typed tool helper (R103, R105).

@@ -20,6 +20,18 @@ import (
 // carry no prefix (`"path"`, `"config.host"`, `"servers[1].host"`). A nil
 // schema accepts every lossless value.
 func (s *Schema) Validate(v []byte, rootLabel string) []string {
+	root := anyNode
+	if s != nil && s.root != nil {
+		root = s.root
+	}
+	if quickValid(root, v) {
+		return nil
+	}
+	return s.validateTape(v, rootLabel)
+}
+
+// validateTape is Validate without the quick check.
+func (s *Schema) validateTape(v []byte, rootLabel string) []string {
 	t := getTape()
 	defer putTape(t)
 	if err := t.parse(v, 0); err != nil {
@@ -41,6 +53,9 @@ func (s *Schema) ValidateValue(v any, rootLabel string) []string {
 	}
 	return s.run(t, rootLabel)
 }
+
+// anyNode is the root of a nil schema: any lossless value.
+var anyNode = &snode{kind: sAny}
 
 var validatorPool = sync.Pool{New: func() any { return new(validator) }}
 
