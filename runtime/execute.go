@@ -452,16 +452,17 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 	if v := td.outSchema.Validate(b, "value"); len(v) > 0 {
 		return invalidOutput(td.name, v...)
 	}
-	var content []Block
-	var err error
 	if td.trustedRender {
-		// The typed helper's own renderer keeps and changes nothing.
-		content, err = defaultRender(s.args, b)
-	} else {
-		content, err = callRender(td.def.Output.Render, s.args, b)
-		if err == nil {
-			content = cloneBlocks(content)
-		}
+		// The typed helper's own renderer keeps and changes nothing; its
+		// one text block (no Data to check) shares the result's allocation.
+		rb := &resultWithBlock{}
+		rb.block[0] = renderDefault(b)
+		rb.res.value, rb.res.content = b, rb.block[:]
+		return r.withMeta(s, td, &rb.res, b)
+	}
+	content, err := callRender(td.def.Output.Render, s.args, b)
+	if err == nil {
+		content = cloneBlocks(content)
 	}
 	if err != nil {
 		return invalidOutput(td.name, "output.render failed: "+messageOf(err))
@@ -469,7 +470,19 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 	if !blocksSafe(content) {
 		return invalidOutput(td.name, "output.render returned non-lossless JSON")
 	}
-	res := &Result{value: b, content: content}
+	return r.withMeta(s, td, &Result{value: b, content: content}, b)
+}
+
+// resultWithBlock is a result and its single content block in one
+// allocation.
+type resultWithBlock struct {
+	res   Result
+	block [1]Block
+}
+
+// withMeta adds presentation metadata (R64) and the turn mark to a new
+// success.
+func (r *Registry) withMeta(s *execState, td *toolDef, res *Result, b []byte) *Result {
 	if s.parent.IsZero() && td.def.Output.PresentationMeta != nil {
 		m, err := callMeta(td.def.Output.PresentationMeta, s.args, b)
 		if err != nil {

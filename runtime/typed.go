@@ -211,16 +211,21 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 }
 
 func defaultRender(_, value json.RawMessage) ([]Block, error) {
+	return []Block{renderDefault(value)}, nil
+}
+
+// renderDefault is defaultRender's block. A string value without escapes
+// shares the value's bytes: the registry hands it its own canonical
+// snapshot, which nothing ever changes.
+func renderDefault(value []byte) Block {
 	if n := len(value); n >= 2 && value[0] == '"' && !hasEscape(value[1:n-1]) {
-		// The text shares the value's bytes: the registry hands this
-		// renderer its own canonical snapshot, which nothing ever changes.
-		return []Block{Text(unsafe.String(&value[1], n-2))}, nil
+		return Text(unsafe.String(&value[1], n-2))
 	}
 	var s string
 	if len(value) > 0 && value[0] == '"' && json.Unmarshal(value, &s) == nil {
-		return []Block{Text(s)}, nil
+		return Text(s)
 	}
-	return []Block{Text(string(value))}, nil
+	return Text(string(value))
 }
 
 func hasEscape(b []byte) bool {
