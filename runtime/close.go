@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolscope/toolscope/internal/core"
 )
@@ -11,109 +12,152 @@ import (
 // lifecycle tracks the calls in flight (Execute and turns) so Close can
 // drain them, and cancels them when Close's ctx expires first.
 //
-// Every call entering the registry derives its ctx from the caller's and
-// files the cancel function in one of a few shards (a shard lock, not one
-// registry-wide lock, on the hot path). Close flips every shard to
-// cancelled and cancels what is filed there; a call entering after that
-// sees the flag under the same lock, so none is missed.
+// Entering and leaving is one atomic add each way: no lock, no list, no
+// allocation. Each call's ctx is a callCtx, which fuses the caller's ctx
+// with the registry's shutdown signal only when somebody asks for Done.
 type lifecycle struct {
 	inflight atomic.Int64
 	// drained receives a token whenever the count drops to zero after
 	// Close began.
 	drained chan struct{}
-	shards  [lifeShards]lifeShard
+	// cancelled is set, and then shutdown cancelled, when Close's ctx
+	// expires before the drain: every call in flight is cancelled.
+	cancelled atomic.Bool
+	shutdown  context.Context
+	cancel    context.CancelFunc
 }
 
-const lifeShards = 16
-
-type lifeShard struct {
-	mu        sync.Mutex
-	cancelled bool
-	head      *ticket
+func (l *lifecycle) init() {
+	l.drained = make(chan struct{}, 1)
+	l.shutdown, l.cancel = context.WithCancel(context.Background())
 }
 
-// ticket is one call in flight.
-type ticket struct {
-	cancel     context.CancelFunc
-	shard      *lifeShard
-	prev, next *ticket
+// callCtx is the ctx a call runs under: the caller's, cancelled also when
+// Close gives up waiting (R7 drain, then cancel) and once the call is over
+// (like an ended request's). Err needs no allocation; the first Done (or a
+// Value lookup, which is how the context package looks for a parent to hang
+// a derived ctx on) builds the fused ctx — a cancel ctx under the caller's,
+// cancelled by the registry's shutdown as well — and from then on it
+// answers everything. A pipeline that never waits on Done pays nothing. A
+// callCtx lives inside the execution (or the turn) it belongs to.
+type callCtx struct {
+	parent context.Context
+	life   *lifecycle
+	ended  atomic.Bool
+	mu     sync.Mutex
+	fused  atomic.Pointer[fusedCtx]
 }
 
-func (l *lifecycle) init() { l.drained = make(chan struct{}, 1) }
+type fusedCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool
+}
 
-// enterCall admits one Execute: it returns the call's ctx (the caller's,
-// fused with the registry's shutdown) and its ticket, or the immediate
-// failure result of a call that must not run: CLOSED after Close,
-// OVERLOADED when the scope's admission queue is full (WithMaxQueued).
-// A nil failure obliges the caller to exit(t) exactly once.
-func (r *Registry) enterCall(ctx context.Context, node *core.Node) (context.Context, *ticket, *Result) {
+func (c *callCtx) init(parent context.Context, l *lifecycle) {
+	c.parent, c.life = parent, l
+}
+
+// Deadline implements context.Context.
+func (c *callCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// Value implements context.Context.
+func (c *callCtx) Value(key any) any { return c.fuse().ctx.Value(key) }
+
+// Err implements context.Context.
+func (c *callCtx) Err() error {
+	if f := c.fused.Load(); f != nil {
+		return f.ctx.Err()
+	}
+	if err := c.parent.Err(); err != nil {
+		return err
+	}
+	if c.life.cancelled.Load() || c.ended.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Done implements context.Context.
+func (c *callCtx) Done() <-chan struct{} { return c.fuse().ctx.Done() }
+
+// String names the ctx in debugging output.
+func (c *callCtx) String() string { return "toolscope call context" }
+
+func (c *callCtx) fuse() *fusedCtx {
+	if f := c.fused.Load(); f != nil {
+		return f
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.fused.Load(); f != nil {
+		return f
+	}
+	f := &fusedCtx{}
+	f.ctx, f.cancel = context.WithCancel(c.parent)
+	if c.ended.Load() || c.life.cancelled.Load() {
+		f.cancel()
+		f.stop = func() bool { return false }
+	} else {
+		f.stop = context.AfterFunc(c.life.shutdown, f.cancel)
+	}
+	c.fused.Store(f)
+	return f
+}
+
+// release ends the call: its ctx is done from now on, and the fused ctx's
+// registration with the shutdown signal is dropped.
+func (c *callCtx) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended.Store(true)
+	if f := c.fused.Load(); f != nil {
+		f.stop()
+		f.cancel()
+	}
+}
+
+// enterCall admits one Execute: it returns the immediate failure result of
+// a call that must not run: CLOSED after Close, OVERLOADED when the scope's
+// admission queue is full (WithMaxQueued). A nil failure obliges the
+// caller to exit exactly once.
+func (r *Registry) enterCall(node *core.Node) *Result {
 	if r.cfg.maxQueued > 0 && r.overloaded(node) {
-		return ctx, nil, overloadedResult()
+		return overloadedResult()
 	}
-	c, t := r.enter(ctx)
-	if t == nil {
-		return ctx, nil, closedResult()
+	if !r.enter() {
+		return closedResult()
 	}
-	return c, t, nil
+	return nil
 }
 
 // enterTurn admits one turn like enterCall; after Close it returns
 // ErrClosed.
-func (r *Registry) enterTurn(ctx context.Context) (context.Context, *ticket, error) {
-	c, t := r.enter(ctx)
-	if t == nil {
-		return ctx, nil, ErrClosed
+func (r *Registry) enterTurn() error {
+	if !r.enter() {
+		return ErrClosed
 	}
-	return c, t, nil
+	return nil
 }
 
-// enter counts one call in and derives its ctx. A nil ticket means the
-// registry is closed (nothing to exit).
-func (r *Registry) enter(ctx context.Context) (context.Context, *ticket) {
+// enter counts one call in; false means the registry is closed (nothing to
+// exit).
+func (r *Registry) enter() bool {
 	l := &r.life
-	n := l.inflight.Add(1)
+	l.inflight.Add(1)
 	// The count goes up before the closed check: Close sets closed before
 	// it reads the count, so either Close waits for this call or the call
 	// sees closed.
 	if r.closed.Load() {
 		l.done()
-		return ctx, nil
+		return false
 	}
-	c, cancel := context.WithCancel(ctx)
-	t := &ticket{cancel: cancel, shard: &l.shards[uint64(n)%lifeShards]}
-	sh := t.shard
-	sh.mu.Lock()
-	if sh.cancelled {
-		sh.mu.Unlock()
-		cancel()
-		t.shard = nil
-		return c, t
-	}
-	t.next = sh.head
-	if sh.head != nil {
-		sh.head.prev = t
-	}
-	sh.head = t
-	sh.mu.Unlock()
-	return c, t
+	return true
 }
 
-// exit counts a call out once its result is ready.
-func (r *Registry) exit(t *ticket) {
-	if sh := t.shard; sh != nil {
-		sh.mu.Lock()
-		if t.prev != nil {
-			t.prev.next = t.next
-		} else if sh.head == t {
-			sh.head = t.next
-		}
-		if t.next != nil {
-			t.next.prev = t.prev
-		}
-		t.prev, t.next = nil, nil
-		sh.mu.Unlock()
-	}
-	t.cancel()
+// exit counts a call out once its result is ready; c is its ctx.
+func (r *Registry) exit(c *callCtx) {
+	c.release()
 	r.life.done()
 }
 
@@ -126,22 +170,10 @@ func (l *lifecycle) done() {
 	}
 }
 
-// cancelAll cancels every call in flight and every call that still slips
-// in (they find the shard cancelled).
+// cancelAll cancels every call in flight (and any that still slips in).
 func (l *lifecycle) cancelAll() {
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		sh.cancelled = true
-		var cancels []context.CancelFunc
-		for t := sh.head; t != nil; t = t.next {
-			cancels = append(cancels, t.cancel)
-		}
-		sh.mu.Unlock()
-		for _, c := range cancels {
-			c()
-		}
-	}
+	l.cancelled.Store(true)
+	l.cancel()
 }
 
 // waitDrained blocks until no call is in flight. Only called after closed

@@ -25,6 +25,7 @@ type execState struct {
 	agent  string
 	parent Token
 	node   *core.Node
+	cctx   callCtx    // ctx of a single Execute (a turn's calls share the turn's)
 	sh     *shell     // the scope's admission, when the caller has it at hand
 	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the SPEC says live
 	args   []byte     // argument snapshot; nil when it failed (R48)
@@ -79,20 +80,15 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 	if ctx == nil {
 		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
 	}
-	ctx, t, fail := r.enterCall(ctx, node)
-	if fail != nil {
+	if fail := r.enterCall(node); fail != nil {
 		return fail // CLOSED or OVERLOADED (close.go)
 	}
-	defer r.exit(t)
-	s := r.newExec(ctx, node, call)
+	s := new(execState)
+	s.cctx.init(ctx, &r.life)
+	defer r.exit(&s.cctx)
+	r.initExec(s, &s.cctx, node, call)
 	s.sh = sh
 	return r.run(s, scopeGate{r})
-}
-
-func (r *Registry) newExec(ctx context.Context, node *core.Node, call Call) *execState {
-	s := new(execState)
-	r.initExec(s, ctx, node, call)
-	return s
 }
 
 // initExec fills a zero execState in place (a turn allocates all of its

@@ -269,3 +269,59 @@ func TestClose_ConcurrentWithCalls(t *testing.T) {
 		closeNow(t, reg)
 	}
 }
+
+type ctxKey struct{}
+
+// A call's ctx is the caller's (values, deadline, cancellation), is done
+// once the call has returned, and derived contexts follow it.
+func TestExecute_CallCtxFollowsCallerAndEndsWithTheCall(t *testing.T) {
+	reg := mustNew(t)
+	defer closeNow(t, reg)
+	var kept context.Context
+	var derivedErr error
+	mustRegister(t, reg.Global(), hdef("body", true, func(ctx context.Context) (any, error) {
+		kept = ctx
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			return nil, errors.New("deadline lost")
+		}
+		d, cancel := context.WithCancel(ctx)
+		defer cancel()
+		select {
+		case <-d.Done():
+			return nil, errors.New("derived ctx done early")
+		default:
+		}
+		derivedErr = d.Err()
+		return ctx.Value(ctxKey{}), nil
+	}))
+	parent, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "v"), time.Hour)
+	defer cancel()
+	r := reg.Execute(parent, runtime.Call{ID: "1", Name: "body"})
+	if r.IsError() || r.Text() != `"v"` || derivedErr != nil {
+		t.Fatalf("result %q (error %v), derived err %v", r.Text(), r.IsError(), derivedErr)
+	}
+	if !errors.Is(kept.Err(), context.Canceled) {
+		t.Fatalf("kept ctx after return: Err = %v, want Canceled", kept.Err())
+	}
+	select {
+	case <-kept.Done():
+	default:
+		t.Fatal("kept ctx after return: Done not closed")
+	}
+	if parent.Err() != nil {
+		t.Fatal("the caller's ctx was cancelled")
+	}
+
+	// A body that never asked for Done still sees the caller's cancellation.
+	pc, pcancel := context.WithCancel(context.Background())
+	mustRegister(t, reg.Global(), hdef("cancelling", true, func(ctx context.Context) (any, error) {
+		pcancel()
+		return nil, ctx.Err()
+	}))
+	if r := reg.Execute(pc, runtime.Call{ID: "2", Name: "cancelling"}); !r.IsError() {
+		t.Fatalf("cancelled call succeeded: %s", r.Text())
+	}
+}

@@ -56,12 +56,13 @@ func (h *messageHandler) Handle(msg any) any {
 		return out
 	case *messages.TurnRequest:
 		// Counted in flight like ExecuteTurn, so Close drains it (close.go).
-		_, t, err := h.reg.enterTurn(context.Background())
-		if err != nil {
+		if err := h.reg.enterTurn(); err != nil {
 			return &messages.TurnReply{Error: err.Error()}
 		}
-		defer h.reg.exit(t)
-		return h.reg.turnFromProto(h, m)
+		c := &callCtx{}
+		c.init(context.Background(), &h.reg.life)
+		defer h.reg.exit(c)
+		return h.reg.turnFromProto(c, h, m)
 	}
 	return nil
 }

@@ -119,11 +119,13 @@ func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnO
 // then runs on the caller's goroutine and the dispatch workers (see
 // turnRun), so no goroutine sits idle waiting for the answer.
 func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
-	ctx, t, err := r.enterTurn(ctx)
-	if err != nil {
+	if err := r.enterTurn(); err != nil {
 		return nil, err
 	}
-	defer r.exit(t)
+	c := &callCtx{}
+	c.init(ctx, &r.life)
+	defer r.exit(c)
+	ctx = c
 	if sup := r.supervisorOf(node); sup != nil {
 		ready := make(chan struct{})
 		if sup.send(&actors.RunTurn{Start: func() { close(ready) }}) {
@@ -453,7 +455,7 @@ func (g *turnGate) acquire(s *execState) {
 }
 
 // turnFromProto answers a protobuf TurnRequest sent to a scope's PID.
-func (r *Registry) turnFromProto(h *messageHandler, m *messages.TurnRequest) *messages.TurnReply {
+func (r *Registry) turnFromProto(ctx context.Context, h *messageHandler, m *messages.TurnRequest) *messages.TurnReply {
 	o := turnOptions{maxParallel: r.cfg.maxParallel, id: m.GetTurnId()}
 	if n := m.GetMaxParallel(); n != 0 {
 		if n < 0 {
@@ -465,7 +467,7 @@ func (r *Registry) turnFromProto(h *messageHandler, m *messages.TurnRequest) *me
 	for i, c := range m.GetCalls() {
 		calls[i] = TurnCall{ID: c.GetCallId(), Name: c.GetName(), Arguments: c.GetArgumentsText()}
 	}
-	res, err := r.runTurn(context.Background(), h.viewNode(), h.node.Key, calls, o)
+	res, err := r.runTurn(ctx, h.viewNode(), h.node.Key, calls, o)
 	if err != nil {
 		return &messages.TurnReply{Error: err.Error()}
 	}
