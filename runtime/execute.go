@@ -34,6 +34,7 @@ type execState struct {
 	argsChecked *jsonv.Schema
 
 	finalizer func(Execution, *Result) ([]Block, error)
+	entryTool *toolDef   // the tool as resolved at entry (nil: unknown then)
 	rc        RunContext // handed to the body; embedded to save an allocation
 
 	mu          sync.Mutex
@@ -114,7 +115,8 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	// R44: entry capture of the finalizer, from one load of the chain.
 	s.chain = core.Load(r.global.node, node)
 	if e, ok := s.chain.Lookup(call.Name); ok {
-		s.finalizer = e.Payload.(*toolDef).def.FinalizeContent
+		s.entryTool = e.Payload.(*toolDef)
+		s.finalizer = s.entryTool.def.FinalizeContent
 	}
 	// R45, R47: one lossless snapshot before any hook.
 	if b, err := encodeJSON(call.Arguments); err == nil {

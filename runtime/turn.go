@@ -325,7 +325,8 @@ func (tr *turnRun) session() (inline *turnCall) {
 
 func (tr *turnRun) classify(i int) {
 	r, tc := tr.reg, &tr.states[i]
-	if !tc.s.classified {
+	first := !tc.s.classified
+	if first {
 		c := &tr.calls[i]
 		call := Call{ID: c.ID, Name: c.Name, Agent: tr.agent}
 		args, ok := turnArgs(c.Arguments)
@@ -346,7 +347,13 @@ func (tr *turnRun) classify(i int) {
 	}
 	mode := Exclusive
 	if tc.s.args != nil {
-		if td, ok := r.resolve(tr.node, tc.s.name); ok {
+		// The first classification follows entry at once: the tool entry
+		// resolved is as live as a second lookup would be.
+		td, ok := tc.s.entryTool, tc.s.entryTool != nil
+		if !first {
+			td, ok = r.resolve(tr.node, tc.s.name)
+		}
+		if ok {
 			mode = td.classifyExec(tc.s)
 		}
 	}
