@@ -152,6 +152,9 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		Timeout:         o.timeout,
 		typed:           &typedInfo{params: pschema, classifier: o.classifier, alwaysParallel: o.parallel, defaultRender: o.render == nil},
 	}
+	// Arguments decode as encoding/json would, through a decoder compiled
+	// for In where jsonv can reproduce it exactly (nil: encoding/json).
+	dec := jsonv.UnmarshalerFor(reflect.TypeFor[In]())
 	plain := isPlain(reflect.TypeFor[Out]())
 	stringOut := reflect.TypeFor[Out]().Kind() == reflect.String
 	def.Execute = func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error) {
@@ -171,8 +174,14 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 			}
 		}
 		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+err.Error())
+		if dec == nil || !dec.Unmarshal(args, unsafe.Pointer(&in)) {
+			// Outside the fast decoder's subset (or a partial write):
+			// encoding/json from a zero value decides, errors included.
+			var zero In
+			in = zero
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+err.Error())
+			}
 		}
 		out, err := fn(ctx, in, rc)
 		if err != nil {

@@ -35,6 +35,17 @@
 // types where R102 says. ForType derives schemas from Go types the way
 // encoding/json would encode them, for the typed tool helper (R103, R105).
 //
+// # Decoding typed arguments
+//
+// UnmarshalerFor compiles a decoder for a Go type whose decoding it can
+// reproduce exactly as encoding/json's Unmarshal (scalars, strings,
+// pointers, slices, string-keyed maps, any, plain structs); Unmarshal then
+// writes through precomputed offsets and allocates only what the result
+// holds. For anything outside that subset — a type with its own
+// UnmarshalJSON, a type mismatch, an overflow — it reports false and the
+// caller decodes with encoding/json, which also words the error.
+// FuzzUnmarshalMatchesStd holds it to encoding/json's results.
+//
 // # Depth
 //
 // Everything that walks input either iterates (the byte scanners) or

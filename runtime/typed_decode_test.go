@@ -1,0 +1,101 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+type decodeIn struct {
+	Path  string            `json:"path"`
+	Lines []int             `json:"lines,omitempty"`
+	Small int8              `json:"small,omitempty"`
+	Ratio float64           `json:"ratio,omitempty"`
+	Tags  map[string]string `json:"tags,omitempty"`
+	Next  *decodeNext       `json:"next,omitempty"`
+	Extra any               `json:"extra,omitempty"`
+	Raw   json.RawMessage   `json:"raw,omitempty"` // outside the fast decoder: encoding/json decodes
+}
+
+type decodeNext struct {
+	Path  string   `json:"path"`
+	Lines []int    `json:"lines,omitempty"`
+	Inner *float64 `json:"inner,omitempty"`
+}
+
+type decodeFast struct {
+	Path  string            `json:"path"`
+	Lines []int             `json:"lines,omitempty"`
+	Small int8              `json:"small,omitempty"`
+	Tags  map[string]string `json:"tags,omitempty"`
+	Next  *decodeNext       `json:"next,omitempty"`
+	Extra any               `json:"extra,omitempty"`
+}
+
+// R105: a typed tool's body gets exactly what encoding/json decodes from
+// the validated arguments, whichever decoder ran, and a decode error is an
+// INVALID_ARGS failure worded by encoding/json.
+func TestNewTool_R105_ArgumentsDecodeAsEncodingJSON(t *testing.T) {
+	reg, err := runtime.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+
+	var gotFast decodeFast
+	fast, err := runtime.NewTool("fast", "d", func(_ context.Context, in decodeFast, _ *runtime.RunContext) (string, error) {
+		gotFast = in
+		return "ok", nil
+	})
+	require.NoError(t, err)
+	var gotSlow decodeIn
+	slow, err := runtime.NewTool("slow", "d", func(_ context.Context, in decodeIn, _ *runtime.RunContext) (string, error) {
+		gotSlow = in
+		return "ok", nil
+	})
+	require.NoError(t, err)
+	_, err = reg.Global().Register(fast)
+	require.NoError(t, err)
+	_, err = reg.Global().Register(slow)
+	require.NoError(t, err)
+
+	for _, args := range []string{
+		`{"path":"a"}`,
+		`{"path":"caf\u00e9 \ud83d\ude00","lines":[1,2,3],"small":-7,"tags":{"k":"v","e":""}}`,
+		`{"path":"x","next":{"path":"y","lines":[],"inner":2.5},"extra":{"a":[1,"b",null,true]}}`,
+		`{"path":"p","SMALL":3,"Lines":[4]}`,
+		`{"path":"dup","path":"last wins","lines":[9],"lines":[8,7]}`,
+		`{"path":"r","raw":{"kept":[1,2]}}`,
+	} {
+		t.Run(args, func(t *testing.T) {
+			var wantFast decodeFast
+			require.NoError(t, json.Unmarshal([]byte(args), &wantFast))
+			gotFast = decodeFast{}
+			r := reg.Execute(context.Background(), runtime.Call{ID: "1", Name: "fast", Arguments: json.RawMessage(args)})
+			require.False(t, r.IsError(), r.Text())
+			assert.Equal(t, wantFast, gotFast)
+
+			var wantSlow decodeIn
+			require.NoError(t, json.Unmarshal([]byte(args), &wantSlow))
+			gotSlow = decodeIn{}
+			r = reg.Execute(context.Background(), runtime.Call{ID: "2", Name: "slow", Arguments: json.RawMessage(args)})
+			require.False(t, r.IsError(), r.Text())
+			// Raw keeps encoding/json's bytes; compare it as JSON.
+			if wantSlow.Raw != nil {
+				assert.JSONEq(t, string(wantSlow.Raw), string(gotSlow.Raw))
+			}
+			wantSlow.Raw, gotSlow.Raw = nil, nil
+			assert.Equal(t, wantSlow, gotSlow)
+		})
+	}
+
+	// The schema says integer; int8 overflows: encoding/json's error, coded.
+	r := reg.Execute(context.Background(), runtime.Call{ID: "3", Name: "fast", Arguments: json.RawMessage(`{"path":"a","small":300}`)})
+	require.True(t, r.IsError())
+	assert.Equal(t, runtime.CodeInvalidArgs, r.Code())
+	assert.True(t, strings.Contains(r.Text(), "cannot unmarshal number 300"), r.Text())
+}
