@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,23 +74,37 @@ type handlerFunc func(any) any
 func (f handlerFunc) Handle(m any) any { return f(m) }
 
 // Requests other than mutations go to the handler off the actor's
-// goroutine, and the reply goes back to the sender.
+// goroutine (a blocked handler does not block the actor), through the
+// spawner, and the reply goes back to the sender.
 func TestScopeActor_RequestsReachHandler(t *testing.T) {
 	sys := newSystem(t)
 	node := core.NewNode("a", nil)
-	spawned := make(chan struct{}, 1)
-	run := func(f func()) { spawned <- struct{}{}; go f() }
-	pid := sys.Root.Spawn(ScopeProps(sys, node, handlerFunc(func(m any) any { return m.(string) + "!" }), run))
-	res, err := sys.Root.RequestFuture(pid, "ping", 10*time.Second).Result()
+	var spawns atomic.Int32
+	run := func(f func()) { spawns.Add(1); go f() }
+	entered, release := make(chan struct{}), make(chan struct{})
+	pid := sys.Root.Spawn(ScopeProps(sys, node, handlerFunc(func(m any) any {
+		close(entered)
+		<-release
+		return m.(string) + "!"
+	}), run))
+	fut := sys.Root.RequestFuture(pid, "ping", 10*time.Second)
+	<-entered
+	before := spawns.Load()
+	// The handler is blocked; the actor still applies a mutation.
+	if err := send(t, sys, pid, func(l *core.Layer) (*core.Layer, error) { return l, nil }); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	res, err := fut.Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res != "ping!" {
 		t.Fatalf("reply = %v", res)
 	}
-	select {
-	case <-spawned:
-	default:
-		t.Fatal("the handler did not run through the spawner")
+	// At least one mailbox run (the dispatcher spawns through run too)
+	// and the handler.
+	if before < 2 {
+		t.Fatalf("%d functions ran through the spawner, want the mailbox's and the handler's", before)
 	}
 }

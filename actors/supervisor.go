@@ -31,11 +31,14 @@ type supervisorActor struct {
 }
 
 // SupervisorProps returns the props of a scope's supervisor working for
-// host.
-func SupervisorProps(host SupervisorHost) *actor.Props {
+// host; its mailbox runs through run (nil: a new goroutine each time).
+func SupervisorProps(host SupervisorHost, run Spawner) *actor.Props {
+	if run == nil {
+		run = goSpawn
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisorActor{host: host}
-	})
+	}, actor.WithDispatcher(spawnDispatcher{run}))
 }
 
 // Receive implements actor.Actor.

@@ -84,7 +84,7 @@ func (r *Registry) supervisorFor(sh *shell) *supervisor {
 		return nil
 	}
 	sup := &supervisor{reg: r, gate: &sh.gate, queue: admit.Queue{G: &sh.gate}}
-	sup.props = actors.SupervisorProps(sup)
+	sup.props = actors.SupervisorProps(sup, r.workers.run)
 	sup.mu.Lock() // Step (on Started) waits until pid is set
 	sup.pid = r.system.Root.Spawn(sup.props)
 	sup.mu.Unlock()
