@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -37,14 +38,23 @@ func newToolDef(def Definition) (*toolDef, error) {
 	if def.Output == nil || def.Output.Render == nil {
 		return nil, fmt.Errorf("%w: tool %q must declare output { schema, render, presentationMeta? }", ErrInvalidDefinition, def.Name)
 	}
-	// R11.2 output schema in the subset.
-	schema, violations := jsonv.CompileSchema(def.Output.Schema)
-	if len(violations) > 0 {
-		return nil, unsupportedSchema(violations)
-	}
-	outJSON, err := jsonv.Encode(def.Output.Schema)
-	if err != nil {
-		return nil, unsupportedSchema([]string{"schema must be a schema object"})
+	// R11.2 output schema in the subset. A typed tool's schema derived from
+	// its Out type is compiled once per type: reused while the definition
+	// still holds the same text (the registry's copy is the shared one,
+	// which is never handed out without a copy).
+	var schema *jsonv.Schema
+	var outJSON []byte
+	if d := derivedOutput(def); d != nil {
+		schema, outJSON = d.schema, d.raw
+	} else {
+		var violations []string
+		if schema, violations = jsonv.CompileSchema(def.Output.Schema); len(violations) > 0 {
+			return nil, unsupportedSchema(violations)
+		}
+		var err error
+		if outJSON, err = jsonv.Encode(def.Output.Schema); err != nil {
+			return nil, unsupportedSchema([]string{"schema must be a schema object"})
+		}
 	}
 	// R11.3 timeout.
 	if def.Timeout != nil && *def.Timeout <= 0 {
@@ -68,9 +78,13 @@ func newToolDef(def Definition) (*toolDef, error) {
 		td.trustedRender = def.typed.defaultRender && def.Output != nil && def.Output.Render != nil &&
 			reflect.ValueOf(def.Output.Render).Pointer() == reflect.ValueOf(defaultRender).Pointer()
 	}
-	td.params, td.paramsErr = jsonv.Encode(def.Parameters)
-	if def.Parameters == nil {
-		td.params, td.paramsErr = nil, nil
+	if d := derivedParams(def); d != nil {
+		td.params = d.raw // shared, never handed out without a copy
+	} else {
+		td.params, td.paramsErr = jsonv.Encode(def.Parameters)
+		if def.Parameters == nil {
+			td.params, td.paramsErr = nil, nil
+		}
 	}
 	cp := def
 	out := *def.Output
@@ -83,6 +97,31 @@ func newToolDef(def Definition) (*toolDef, error) {
 	cp.Parameters = nil
 	td.def = cp
 	return td, nil
+}
+
+// derivedOutput returns the typed helper's derived output schema when def
+// still declares exactly its text, else nil.
+func derivedOutput(def Definition) *derivedSchema {
+	if def.typed == nil || def.typed.output == nil {
+		return nil
+	}
+	raw, ok := def.Output.Schema.(json.RawMessage)
+	if !ok || !bytes.Equal(raw, def.typed.output.raw) {
+		return nil
+	}
+	return def.typed.output
+}
+
+// derivedParams is derivedOutput for the parameter schema.
+func derivedParams(def Definition) *derivedSchema {
+	if def.typed == nil || def.typed.paramsDerived == nil {
+		return nil
+	}
+	raw, ok := def.Parameters.(json.RawMessage)
+	if !ok || !bytes.Equal(raw, def.typed.paramsDerived.raw) {
+		return nil
+	}
+	return def.typed.paramsDerived
 }
 
 // definition returns a copy the caller may change freely (R30).

@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -25,6 +27,60 @@ type typedInfo struct {
 	// while the definition still runs it (a caller may replace Execute).
 	execPtr  uintptr
 	classPtr uintptr // likewise for IsConcurrencySafe
+	// output is the output schema derived from Out (nil when given with
+	// WithOutputSchema): Register reuses its compiled form while the
+	// definition still holds the same schema text.
+	output *derivedSchema
+	// paramsDerived likewise for the parameter schema derived from In.
+	paramsDerived *derivedSchema
+}
+
+// derivedSchema is a schema derived from a Go type, compiled once per type
+// and shared by every typed tool using the type (immutable). Definitions
+// get their own copies of raw.
+type derivedSchema struct {
+	raw    []byte // canonical JSON
+	schema *jsonv.Schema
+	err    error // an UNSUPPORTED_SCHEMA error
+}
+
+type derivedKey struct {
+	t    reflect.Type
+	root bool
+}
+
+// Caches keyed by Go type: a program has finitely many, so they stay
+// bounded whatever tools are registered and disposed.
+var (
+	derivedSchemas sync.Map // derivedKey -> *derivedSchema
+	unmarshalers   sync.Map // reflect.Type -> *jsonv.Unmarshaler (typed nil: encoding/json)
+)
+
+func derivedSchemaFor(t reflect.Type, root bool) *derivedSchema {
+	k := derivedKey{t, root}
+	if d, ok := derivedSchemas.Load(k); ok {
+		return d.(*derivedSchema)
+	}
+	d := &derivedSchema{}
+	if b, err := jsonv.ForType(t, root); err != nil {
+		d.err = unsupportedSchema([]string{err.Error()})
+	} else if schema, violations := jsonv.CompileSchema(json.RawMessage(b)); len(violations) > 0 {
+		d.err = unsupportedSchema(violations)
+	} else if d.raw, err = jsonv.Encode(json.RawMessage(b)); err != nil {
+		d.err = unsupportedSchema([]string{"schema must be a schema object"})
+	} else {
+		d.schema = schema
+	}
+	v, _ := derivedSchemas.LoadOrStore(k, d)
+	return v.(*derivedSchema)
+}
+
+func unmarshalerFor(t reflect.Type) *jsonv.Unmarshaler {
+	if u, ok := unmarshalers.Load(t); ok {
+		return u.(*jsonv.Unmarshaler)
+	}
+	u, _ := unmarshalers.LoadOrStore(t, jsonv.UnmarshalerFor(t))
+	return u.(*jsonv.Unmarshaler)
 }
 
 // ToolOption configures NewTool.
@@ -112,31 +168,34 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	if o.timeout != nil && *o.timeout <= 0 {
 		return Definition{}, fmt.Errorf("%w: tool %q: timeoutMs must be a positive finite number", ErrInvalidDefinition, name)
 	}
-	params := o.params
-	if params == nil {
-		b, err := jsonv.ForType(reflect.TypeFor[In](), true)
-		if err != nil {
-			return Definition{}, unsupportedSchema([]string{err.Error()})
+	var pschema *jsonv.Schema
+	var pjson []byte
+	var paramsDerived *derivedSchema
+	if o.params == nil {
+		paramsDerived = derivedSchemaFor(reflect.TypeFor[In](), true)
+		if paramsDerived.err != nil {
+			return Definition{}, paramsDerived.err
 		}
-		params = json.RawMessage(b)
-	}
-	pschema, violations := jsonv.CompileSchema(params)
-	if len(violations) > 0 {
-		return Definition{}, unsupportedSchema(violations)
-	}
-	pjson, err := jsonv.Encode(params)
-	if err != nil {
-		return Definition{}, unsupportedSchema([]string{"schema must be a schema object"})
+		pschema, pjson = paramsDerived.schema, bytes.Clone(paramsDerived.raw)
+	} else {
+		var violations []string
+		if pschema, violations = jsonv.CompileSchema(o.params); len(violations) > 0 {
+			return Definition{}, unsupportedSchema(violations)
+		}
+		var err error
+		if pjson, err = jsonv.Encode(o.params); err != nil {
+			return Definition{}, unsupportedSchema([]string{"schema must be a schema object"})
+		}
 	}
 	output := o.output
+	var outDerived *derivedSchema
 	if output == nil {
-		b, err := jsonv.ForType(reflect.TypeFor[Out](), false)
-		if err != nil {
-			return Definition{}, unsupportedSchema([]string{err.Error()})
+		outDerived = derivedSchemaFor(reflect.TypeFor[Out](), false)
+		if outDerived.err != nil {
+			return Definition{}, outDerived.err
 		}
-		output = json.RawMessage(b)
-	}
-	if _, violations := jsonv.CompileSchema(output); len(violations) > 0 {
+		output = json.RawMessage(bytes.Clone(outDerived.raw))
+	} else if _, violations := jsonv.CompileSchema(output); len(violations) > 0 {
 		return Definition{}, unsupportedSchema(violations)
 	}
 	render := o.render
@@ -150,11 +209,11 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		Output:          &Output{Schema: output, Render: render, PresentationMeta: o.meta},
 		FinalizeContent: o.finalize,
 		Timeout:         o.timeout,
-		typed:           &typedInfo{params: pschema, classifier: o.classifier, alwaysParallel: o.parallel, defaultRender: o.render == nil},
+		typed:           &typedInfo{params: pschema, classifier: o.classifier, alwaysParallel: o.parallel, defaultRender: o.render == nil, output: outDerived, paramsDerived: paramsDerived},
 	}
 	// Arguments decode as encoding/json would, through a decoder compiled
 	// for In where jsonv can reproduce it exactly (nil: encoding/json).
-	dec := jsonv.UnmarshalerFor(reflect.TypeFor[In]())
+	dec := unmarshalerFor(reflect.TypeFor[In]())
 	plain := isPlain(reflect.TypeFor[Out]())
 	stringOut := reflect.TypeFor[Out]().Kind() == reflect.String
 	def.Execute = func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error) {

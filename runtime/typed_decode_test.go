@@ -99,3 +99,47 @@ func TestNewTool_R105_ArgumentsDecodeAsEncodingJSON(t *testing.T) {
 	assert.Equal(t, runtime.CodeInvalidArgs, r.Code())
 	assert.True(t, strings.Contains(r.Text(), "cannot unmarshal number 300"), r.Text())
 }
+
+// R18: schemas derived from one Go type are compiled once and shared by
+// the registry, but every Definition holds its own copy: changing one
+// tool's schema text, before or after Register, changes no other tool.
+func TestNewTool_R18_DerivedSchemasAreCopiesPerDefinition(t *testing.T) {
+	reg, err := runtime.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	body := func(_ context.Context, in decodeFast, _ *runtime.RunContext) (string, error) { return in.Path, nil }
+	a, err := runtime.NewTool("a", "d", body)
+	require.NoError(t, err)
+	b, err := runtime.NewTool("b", "d", body)
+	require.NoError(t, err)
+	want := string(a.Parameters.(json.RawMessage))
+	wantOut := string(a.Output.Schema.(json.RawMessage))
+
+	_, err = reg.Global().Register(a)
+	require.NoError(t, err)
+	// Scribble over a's copies after Register, and over b's before.
+	for _, d := range []runtime.Definition{a, b} {
+		p := d.Parameters.(json.RawMessage)
+		o := d.Output.Schema.(json.RawMessage)
+		for i := range p {
+			p[i] = ' '
+		}
+		for i := range o {
+			o[i] = ' '
+		}
+	}
+	// b's scribbled schemas are not valid JSON: Register rejects b.
+	_, err = reg.Global().Register(b)
+	require.Error(t, err)
+
+	got, ok := reg.Global().Get("a")
+	require.True(t, ok)
+	assert.Equal(t, want, string(got.Parameters.(json.RawMessage)))
+	assert.Equal(t, wantOut, string(got.Output.Schema.(json.RawMessage)))
+	c, err := runtime.NewTool("c", "d", body)
+	require.NoError(t, err)
+	assert.Equal(t, want, string(c.Parameters.(json.RawMessage)))
+	assert.Equal(t, wantOut, string(c.Output.Schema.(json.RawMessage)))
+	r := reg.Execute(context.Background(), runtime.Call{ID: "1", Name: "a", Arguments: json.RawMessage(`{"path":"p"}`)})
+	require.False(t, r.IsError(), r.Text())
+}
