@@ -88,6 +88,7 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 	s.cctx.init(ctx, &r.life)
 	defer r.exit(&s.cctx)
 	r.initExec(s, &s.cctx, node, call)
+	s.snapshotArgs(call.Arguments)
 	s.sh = sh
 	return r.run(s, scopeGate{r})
 }
@@ -118,8 +119,12 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		s.entryTool = e.Payload.(*toolDef)
 		s.finalizer = s.entryTool.def.FinalizeContent
 	}
-	// R45, R47: one lossless snapshot before any hook.
-	if b, err := encodeJSON(call.Arguments); err == nil {
+}
+
+// snapshotArgs takes R45/R47's one lossless snapshot of the arguments,
+// before any hook; a failed snapshot leaves args nil (R48).
+func (s *execState) snapshotArgs(arguments any) {
+	if b, err := encodeJSON(arguments); err == nil {
 		s.args = b
 	}
 }

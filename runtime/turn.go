@@ -341,7 +341,9 @@ func (tr *turnRun) classify(i int) {
 		}
 		r.initExec(tc.s, tr.ctx, tr.node, call)
 		if ok {
-			tc.s.args = args
+			tc.s.args = args // R91: parsed once, from the text
+		} else {
+			tc.s.snapshotArgs(call.Arguments)
 		}
 		tc.s.turnID = tr.o.id
 	}

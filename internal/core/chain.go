@@ -60,7 +60,7 @@ func (n *Node) IsAncestorOf(m *Node) bool {
 }
 
 // chainInline is the chain depth served without a heap allocation.
-const chainInline = 6
+const chainInline = 3
 
 // Chain is one consistent read of every layer a key sees: each layer on the
 // chain is loaded exactly once (R109), nearest first, plus the global layer.
