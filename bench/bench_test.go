@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -149,8 +148,6 @@ func BenchmarkHeapPerIdleScope(b *testing.B) {
 }
 
 func BenchmarkCreateDisposeScopes(b *testing.B) {
-	w := newWorld(worldOpts{})
-	defer w.close()
 	n := 100_000
 	if testing.Short() {
 		n = 10_000
@@ -158,13 +155,15 @@ func BenchmarkCreateDisposeScopes(b *testing.B) {
 	round := 0
 	for b.Loop() {
 		round++
-		base := runtime.NumGoroutine()
-		d := createDispose(w.reg, n, fmt.Sprintf("cd%d", round))
-		left := settleGoroutines(base, 5*time.Second)
+		d, warm, leaked := createDisposeCheck(n, fmt.Sprintf("cd%d", round))
 		b.ReportMetric(float64(d.Nanoseconds())/float64(n), "ns/scope")
-		b.ReportMetric(float64(left), "goroutines-leaked")
-		if left > 0 {
-			b.Errorf("%d goroutines above baseline after disposing %d scopes", left, n)
+		b.ReportMetric(float64(warm), "goroutines-warm")
+		b.ReportMetric(float64(leaked), "goroutines-leaked")
+		if warm > warmPoolBound {
+			b.Errorf("%d goroutines above the registry's own after disposing %d scopes (its warm pool keeps at most %d)", warm, n, warmPoolBound)
+		}
+		if leaked > 0 {
+			b.Errorf("%d goroutines outlive the registry after disposing %d scopes and closing it", leaked, n)
 		}
 	}
 }

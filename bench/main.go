@@ -393,12 +393,12 @@ func runMemory(cfg runConfig) map[string]float64 {
 	out["heap_per_scope_n"] = float64(cfg.heapScopes)
 
 	progress.set(fmt.Sprintf("memory: create+dispose %d scopes", cfg.scopesDisposed))
-	base := goruntime.NumGoroutine()
-	d := createDispose(w.reg, cfg.scopesDisposed, "cd")
+	w.close()
+	d, warm, leaked := createDisposeCheck(cfg.scopesDisposed, "cd")
 	out["create_dispose_scopes"] = float64(cfg.scopesDisposed)
 	out["create_dispose_ns_per_scope"] = float64(d.Nanoseconds()) / float64(cfg.scopesDisposed)
-	out["create_dispose_goroutines_leaked"] = float64(settleGoroutines(base, 5*time.Second))
-	w.close()
+	out["create_dispose_goroutines_warm"] = float64(warm)
+	out["create_dispose_goroutines_leaked"] = float64(leaked)
 
 	progress.set("memory: heap per registered tool")
 	out["heap_per_tool_bytes"] = heapPerTool(10_000)

@@ -65,6 +65,26 @@ func createDispose(reg *ts.Registry, n int, prefix string) time.Duration {
 	return time.Since(start)
 }
 
+// warmPoolBound is the most idle workers a registry keeps warm
+// (runtime.newWorkerPool(64)); they exit at Close.
+const warmPoolBound = 64
+
+// createDisposeCheck creates and disposes n scopes, one after the other, in
+// a fresh registry. It reports the time, the goroutines above the
+// registry's own once the scopes are gone (its warm worker pool may stay:
+// at most warmPoolBound, whatever n is) and the goroutines left above the
+// starting count once the registry is closed (a leak: must be 0).
+func createDisposeCheck(n int, prefix string) (d time.Duration, warm, leaked int) {
+	base := runtime.NumGoroutine()
+	w := newWorld(worldOpts{})
+	own := runtime.NumGoroutine()
+	d = createDispose(w.reg, n, prefix)
+	warm = settleGoroutines(own, time.Second)
+	w.close()
+	leaked = settleGoroutines(base, 5*time.Second)
+	return d, warm, leaked
+}
+
 // settleGoroutines waits up to d for the goroutine count to return to base
 // and returns how many remain above it.
 func settleGoroutines(base int, d time.Duration) int {
