@@ -373,3 +373,22 @@ func (m *mcpServer) call(ctx context.Context) {
 	}
 	panic(fmt.Sprintf("mcp: unexpected reply %#v", out))
 }
+
+// sleepGoroutines is the floor of the sleeping turn: n goroutines that
+// each wait d the way sleepTool does (a timer or ctx), and a WaitGroup.
+func sleepGoroutines(ctx context.Context, n int, d time.Duration) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	wg.Wait()
+}

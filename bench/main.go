@@ -253,6 +253,9 @@ func scenarios() []scenario {
 		tsTurn("ts_turn_16", turnCalls(16, "t")),
 		tsTurn("ts_turn_mixed_16", mixedTurnCalls()),
 		tsTurn("ts_turn_sleep_16x1ms", turnCalls(16, "sleep")),
+		serial("goroutines_sleep_16x1ms", "baseline", func() (op, func()) {
+			return func() int { sleepGoroutines(ctx, 16, time.Millisecond); return 16 }, func() {}
+		}),
 	}
 	for _, n := range []int{100, 1_000, 10_000} {
 		list = append(list, scenario{name: fmt.Sprintf("ts_agents_%d", n), group: "agents", callers: n,
@@ -375,7 +378,7 @@ func runScenario(sc scenario, dur time.Duration) Result {
 	res.P99us = float64(h.ValueAtQuantile(99)) / 1e3
 	res.P999us = float64(h.ValueAtQuantile(99.9)) / 1e3
 	res.HeapBytes = int64(m1.HeapAlloc)
-	if sc.name == "ts_turn_sleep_16x1ms" {
+	if sc.name == "ts_turn_sleep_16x1ms" || sc.name == "goroutines_sleep_16x1ms" {
 		res.Extra = map[string]float64{"makespan_vs_ideal": h.Mean() / float64(time.Millisecond)}
 	}
 	return res
@@ -443,9 +446,11 @@ func ratios(rep *Report) map[string]float64 {
 		"message_path_vs_protoactor_roundtrip": div(by["ts_message_path"].NsPerCall,
 			by["protoactor_roundtrip"].NsPerCall),
 		"turn_sleep_makespan_vs_ideal": round3(by["ts_turn_sleep_16x1ms"].Extra["makespan_vs_ideal"]),
-		"bare_vs_reference":            div(by["ts_execute_bare"].NsPerCall, by["ref_execute_bare"].NsPerCall),
-		"full_vs_reference":            div(by["ts_execute_full"].NsPerCall, by["ref_execute_full"].NsPerCall),
-		"tools10k_vs_reference":        div(by["ts_execute_tools_10k"].NsPerCall, by["ref_execute_tools_10k"].NsPerCall),
+		// The floor: 16 plain goroutines sleeping 1 ms each (timer slack).
+		"turn_sleep_makespan_vs_goroutines": div(by["ts_turn_sleep_16x1ms"].NsPerOp, by["goroutines_sleep_16x1ms"].NsPerOp),
+		"bare_vs_reference":                 div(by["ts_execute_bare"].NsPerCall, by["ref_execute_bare"].NsPerCall),
+		"full_vs_reference":                 div(by["ts_execute_full"].NsPerCall, by["ref_execute_full"].NsPerCall),
+		"tools10k_vs_reference":             div(by["ts_execute_tools_10k"].NsPerCall, by["ref_execute_tools_10k"].NsPerCall),
 	}
 	for k, v := range out {
 		if v == 0 && rep.Targets[k] == "" {
