@@ -80,7 +80,7 @@ func main() {
 	quick := flag.Bool("quick", false, "short run (within 60 s on 2 cores)")
 	jsonOut := flag.String("json", "", "write the JSON report to FILE (- for stdout)")
 	htmlOut := flag.String("html", "", "write the HTML report to FILE")
-	dur := flag.Duration("d", 0, "time per scenario and round (default 150ms quick, 2s full)")
+	dur := flag.Duration("d", 0, "time per scenario and round (default 300ms quick, 2s full)")
 	rounds := flag.Int("rounds", 0, "rounds over the timed scenarios; the median round is kept (default 3)")
 	svgDir := flag.String("svg", "", "also write the charts as SVG files into DIR (ratios.svg, latency.svg, agents.svg)")
 	from := flag.String("from", "", "render the table, HTML and SVG from an earlier JSON report instead of running")
@@ -109,7 +109,7 @@ func main() {
 	cfg := runConfig{dur: 2 * time.Second, rounds: 3, scopesDisposed: 100_000, heapScopes: 10_000}
 	mode := "full"
 	if *quick {
-		cfg = runConfig{dur: 150 * time.Millisecond, rounds: 3, scopesDisposed: 20_000, heapScopes: 2_000}
+		cfg = runConfig{dur: 300 * time.Millisecond, rounds: 3, scopesDisposed: 20_000, heapScopes: 2_000}
 		mode = "quick"
 	}
 	if *dur > 0 {
