@@ -34,7 +34,7 @@ type execState struct {
 	argsChecked *jsonv.Schema
 
 	finalizer func(Execution, *Result) ([]Block, error)
-	entryTool *toolDef   // the tool as resolved at entry (nil: unknown then)
+	chainTool *toolDef   // what chain resolves name to (nil: no such tool); kept in step with chain
 	rc        RunContext // handed to the body; embedded to save an allocation
 
 	mu          sync.Mutex
@@ -116,8 +116,8 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	// R44: entry capture of the finalizer, from one load of the chain.
 	s.chain = core.Load(r.global.node, node)
 	if e, ok := s.chain.Lookup(call.Name); ok {
-		s.entryTool = e.Payload.(*toolDef)
-		s.finalizer = s.entryTool.def.FinalizeContent
+		s.chainTool = e.Payload.(*toolDef)
+		s.finalizer = s.chainTool.def.FinalizeContent
 	}
 }
 
@@ -418,7 +418,7 @@ func (r *Registry) base(s *execState, ctx context.Context) *Result {
 	if bodyCtx.Err() != nil {
 		return stamped(s, abortedBeforeDispatch())
 	}
-	td, ok := r.resolve(s.node, s.name)
+	td, ok := r.resolveExec(s)
 	if !ok {
 		return stamped(s, unknownTool(s.name))
 	}
@@ -769,7 +769,7 @@ func (g scopeGate) acquire(s *execState) {
 		return
 	}
 	s.mode, s.classified = Exclusive, true
-	if td, ok := g.reg.resolve(s.node, s.name); ok {
+	if td, ok := g.reg.resolveExec(s); ok {
 		s.mode = td.classifyExec(s)
 	}
 	s.running.Store(true)

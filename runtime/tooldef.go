@@ -149,6 +149,22 @@ func (r *Registry) resolve(node *core.Node, name string) (*toolDef, bool) {
 	return e.Payload.(*toolDef), true
 }
 
+// resolveExec is resolve for an execution's own tool, live: when the chain
+// read now is the one s holds (nothing changed since), the answer s holds
+// is reused — a few pointer compares instead of a lookup in a table that
+// may hold thousands of tools.
+func (r *Registry) resolveExec(s *execState) (*toolDef, bool) {
+	chain := core.Load(r.global.node, s.node)
+	if chain.Same(&s.chain) {
+		return s.chainTool, s.chainTool != nil
+	}
+	e, ok := chain.Lookup(s.name)
+	if !ok {
+		return nil, false
+	}
+	return e.Payload.(*toolDef), true
+}
+
 func (r *Registry) get(name string, node *core.Node) (Definition, bool) {
 	if r.closed.Load() {
 		return Definition{}, false

@@ -351,9 +351,9 @@ func (tr *turnRun) classify(i int) {
 	if tc.s.args != nil {
 		// The first classification follows entry at once: the tool entry
 		// resolved is as live as a second lookup would be.
-		td, ok := tc.s.entryTool, tc.s.entryTool != nil
+		td, ok := tc.s.chainTool, tc.s.chainTool != nil
 		if !first {
-			td, ok = r.resolve(tr.node, tc.s.name)
+			td, ok = r.resolveExec(tc.s)
 		}
 		if ok {
 			mode = td.classifyExec(tc.s)
@@ -378,7 +378,13 @@ func (tr *turnRun) classify(i int) {
 func (tr *turnRun) prepare(i int) bool {
 	r, tc := tr.reg, &tr.states[i]
 	tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, tr.calls[i].ID})
-	tc.s.chain = core.Load(r.global.node, tr.node) // hooks and guards as of this start
+	if c := core.Load(r.global.node, tr.node); !c.Same(&tc.s.chain) { // hooks and guards as of this start
+		tc.s.chain = c
+		tc.s.chainTool = nil
+		if e, ok := c.Lookup(tc.s.name); ok {
+			tc.s.chainTool = e.Payload.(*toolDef)
+		}
+	}
 	tc.h = r.hooksFor(tc.s)
 	res, post := r.gate(tc.s, tc.h)
 	if res == nil {

@@ -122,6 +122,22 @@ func (c *Chain) Admitted(name string) bool {
 	return true
 }
 
+// Same reports whether c and o are the same read: the same global layer
+// and the same nodes and layers at every position. Layers are immutable, so
+// two equal reads answer every question alike; comparing them costs a few
+// pointer compares, whatever the number of tools.
+func (c *Chain) Same(o *Chain) bool {
+	if c.Global != o.Global || c.n != o.n {
+		return false
+	}
+	for i := 0; i < c.n; i++ {
+		if c.At(i) != o.At(i) || c.NodeAt(i) != o.NodeAt(i) {
+			return false
+		}
+	}
+	return true
+}
+
 // Lookup resolves name in the view (R29, R30): the viewer's own entry if
 // any (own layer is exempt from restrictions, R24); else the nearest
 // inherited entry if every restriction on the chain admits the name.

@@ -99,3 +99,40 @@ func mustLookup(t *testing.T, l *Layer, name string) *Entry {
 	}
 	return e
 }
+
+// Same tells two reads of one chain apart exactly when some layer on it
+// (or the chain's shape) changed, at any depth, inline or spilled.
+func TestChain_Same(t *testing.T) {
+	global := NewNode("", nil)
+	nodes := []*Node{NewNode("n0", nil)}
+	for i := 1; i < 6; i++ { // deeper than chainInline
+		nodes = append(nodes, NewNode(fmt.Sprint("n", i), nodes[i-1]))
+	}
+	leaf := nodes[len(nodes)-1]
+	a, b := Load(global, leaf), Load(global, leaf)
+	if !a.Same(&b) {
+		t.Fatal("two reads of an unchanged chain differ")
+	}
+	for i, n := range append([]*Node{global}, nodes...) {
+		l, _, _ := n.Layer().AddTool(Entry{ID: uint64(i + 1), Name: "x"})
+		n.Publish(l)
+		c := Load(global, leaf)
+		if c.Same(&a) {
+			t.Fatalf("a change on node %d went unnoticed", i)
+		}
+		a = c
+	}
+	other := NewNode("o", nodes[2])
+	o := Load(global, other)
+	if o.Same(&a) || a.Same(&o) {
+		t.Fatal("chains of different nodes compare the same")
+	}
+	root := NewNode("r", nil)
+	before := Load(global, root)
+	if !root.SetParent(nodes[0]) {
+		t.Fatal("SetParent")
+	}
+	if c := Load(global, root); c.Same(&before) {
+		t.Fatal("a chain bound under a parent compares the same")
+	}
+}
