@@ -33,29 +33,7 @@ func quickValue(sn *snode, b []byte, i, depth int) (int, bool) {
 		if c != '[' {
 			return i, false
 		}
-		i++
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
-			if sn.items != nil {
-				i, ok = quickValue(sn.items, b, i, depth+1)
-			} else {
-				i, ok = quickAny(b, i, depth+1)
-			}
-			if !ok || i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i++
-			case ']':
-				return i + 1, true
-			default:
-				return i, false
-			}
-		}
+		return quickArray(sn.items, b, i+1, depth)
 	case sString:
 		if c != '"' {
 			return i, false
@@ -171,24 +149,7 @@ func quickAny(b []byte, i, depth int) (int, bool) {
 			}
 		}
 	case c == '[':
-		i++
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			var ok bool
-			if i, ok = quickAny(b, i, depth+1); !ok || i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i++
-			case ']':
-				return i + 1, true
-			default:
-				return i, false
-			}
-		}
+		return quickArray(nil, b, i+1, depth)
 	case c == '"':
 		end, _, ok := scanString(b, i)
 		return end, ok
@@ -201,6 +162,33 @@ func quickAny(b []byte, i, depth int) (int, bool) {
 	default:
 		end, negZero, ok := scanNumber(b, i)
 		return end, ok && !negZero
+	}
+}
+
+// quickArray checks the elements after '[' at b[i-1] against items (nil:
+// any lossless value).
+func quickArray(items *snode, b []byte, i, depth int) (int, bool) {
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if items != nil {
+			i, ok = quickValue(items, b, i, depth+1)
+		} else {
+			i, ok = quickAny(b, i, depth+1)
+		}
+		if !ok || i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case ']':
+			return i + 1, true
+		default:
+			return i, false
+		}
 	}
 }
 
