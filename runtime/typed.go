@@ -279,12 +279,17 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 }
 
 func defaultRender(_, value json.RawMessage) ([]Block, error) {
+	// Anyone holding the Definition may call this with bytes they change
+	// later: the text is a copy.
+	if n := len(value); n >= 2 && value[0] == '"' && !hasEscape(value[1:n-1]) {
+		return []Block{Text(string(value[1 : n-1]))}, nil
+	}
 	return []Block{renderDefault(value)}, nil
 }
 
-// renderDefault is defaultRender's block. A string value without escapes
-// shares the value's bytes: the registry hands it its own canonical
-// snapshot, which nothing ever changes.
+// renderDefault is defaultRender's block for the registry's own success
+// creation. A string value without escapes shares the value's bytes: the
+// registry hands it its own canonical snapshot, which nothing ever changes.
 func renderDefault(value []byte) Block {
 	if n := len(value); n >= 2 && value[0] == '"' && !hasEscape(value[1:n-1]) {
 		return Text(unsafe.String(&value[1], n-2))

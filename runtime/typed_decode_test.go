@@ -143,3 +143,16 @@ func TestNewTool_R18_DerivedSchemasAreCopiesPerDefinition(t *testing.T) {
 	r := reg.Execute(context.Background(), runtime.Call{ID: "1", Name: "a", Arguments: json.RawMessage(`{"path":"p"}`)})
 	require.False(t, r.IsError(), r.Text())
 }
+
+// The typed helper's default renderer, called by whoever holds the
+// Definition, returns text that does not change with the caller's bytes.
+func TestNewTool_DefaultRenderCopiesCallersBytes(t *testing.T) {
+	def, err := runtime.NewTool("t", "d", func(context.Context, decodeFast, *runtime.RunContext) (string, error) { return "", nil })
+	require.NoError(t, err)
+	value := []byte(`"hello"`)
+	blocks, err := def.Output.Render(nil, value)
+	require.NoError(t, err)
+	copy(value, `"HELLO"`)
+	require.Len(t, blocks, 1)
+	assert.Equal(t, "hello", blocks[0].Text)
+}
