@@ -55,6 +55,7 @@ type execState struct {
 	startedAt   int64
 	dispatchEnd int64 // when around+body returned (0: never dispatched)
 	startedSent bool
+	events      bool // someone listened at entry: publish both events (events.go)
 }
 
 // Execute runs one call in the scope's view through the whole pipeline
@@ -107,7 +108,7 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	if s.rootID == "" {
 		s.rootID = s.callID
 	}
-	if r.listening() {
+	if s.events = r.listening(); s.events {
 		s.enteredAt = time.Now().UnixNano()
 	}
 	if node == nil {
