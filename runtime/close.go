@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/toolscope/toolscope/internal/core"
 )
@@ -23,13 +24,30 @@ type lifecycle struct {
 	// cancelled is set, and then shutdown cancelled, when Close's ctx
 	// expires before the drain: every call in flight is cancelled.
 	cancelled atomic.Bool
-	shutdown  context.Context
-	cancel    context.CancelFunc
+	// shutdown is cancelled with cancelled. Fused call ctxs register on it
+	// (context.AfterFunc takes the ctx's mutex), so it is split in shards
+	// under one root: calls waiting on Done under load do not all meet on
+	// one lock.
+	shutdown    [shutdownShards]context.Context
+	shardCancel [shutdownShards]context.CancelFunc // cancelled through cancel; kept for vet
+	cancel      context.CancelFunc                 // the root
 }
+
+const shutdownShards = 8
 
 func (l *lifecycle) init() {
 	l.drained = make(chan struct{}, 1)
-	l.shutdown, l.cancel = context.WithCancel(context.Background())
+	root, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	for i := range l.shutdown {
+		l.shutdown[i], l.shardCancel[i] = context.WithCancel(root)
+	}
+}
+
+// shutdownFor returns the shard of the shutdown signal c registers on.
+func (l *lifecycle) shutdownFor(c *callCtx) context.Context {
+	// Executions are 512-byte objects: the bits above that spread them.
+	return l.shutdown[(uintptr(unsafe.Pointer(c))>>9)%shutdownShards]
 }
 
 // callCtx is the ctx a call runs under: the caller's, cancelled also when
@@ -99,7 +117,7 @@ func (c *callCtx) fuse() *fusedCtx {
 		f.cancel()
 		f.stop = func() bool { return false }
 	} else {
-		f.stop = context.AfterFunc(c.life.shutdown, f.cancel)
+		f.stop = context.AfterFunc(c.life.shutdownFor(c), f.cancel)
 	}
 	c.fused.Store(f)
 	return f
