@@ -141,9 +141,6 @@ type turnCall struct {
 	h        hooks
 	res      *Result // candidate result once prepared or dispatched
 	post     bool    // res still passes through post-execute
-	final    bool
-	mode     Mode
-	group    int32
 	dispatch bool
 
 	// For the dispatch task (run on a pool worker, no closure per call).
@@ -170,7 +167,7 @@ func (tc *turnCall) dispatchAndReport() {
 	if !final {
 		res = r.recheck(tc.s, res)
 	}
-	tc.res, tc.final, tc.post = res, final, !final
+	tc.res, tc.post = res, !final
 	for {
 		head := tr.done.Load()
 		tc.next = head
@@ -359,13 +356,11 @@ func (tr *turnRun) classify(i int) {
 			mode = td.classifyExec(tc.s)
 		}
 	}
-	tc.mode = mode
 	if !(mode == Parallel && tr.inParallel) && tr.groupHead != i {
 		tr.group++
 		tr.groupHead = i
 	}
 	tr.inParallel = mode == Parallel
-	tc.group = tr.group
 	tc.s.group = tr.group
 	tc.s.mode, tc.s.classified = mode, true
 	if err := tr.t.Classified(i, schedMode(mode)); err != nil {
