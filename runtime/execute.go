@@ -18,7 +18,8 @@ import (
 // what the body leaves behind (deferred contexts, the turn mark).
 type execState struct {
 	reg    *Registry
-	ctx    context.Context
+	ctx    context.Context // &ectx: the caller's (or turn's) ctx carrying this execution
+	ectx   execCtx
 	callID string
 	rootID string
 	name   string
@@ -85,6 +86,7 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 	if fail := r.enterCall(node); fail != nil {
 		return fail // CLOSED or OVERLOADED (close.go)
 	}
+	call.Parent = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a callCtx for a value fuses it
 	s := new(execState)
 	s.cctx.init(ctx, &r.life)
 	defer r.exit(&s.cctx)
@@ -98,7 +100,8 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 // executions at once).
 func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, call Call) {
 	s.reg = r
-	s.ctx = ctx
+	s.ectx = execCtx{Context: ctx, s: s}
+	s.ctx = &s.ectx
 	s.callID = call.ID
 	s.rootID = call.RootID
 	s.name = call.Name

@@ -66,6 +66,7 @@ type TurnOption interface{ applyTurn(*turnOptions) error }
 type turnOptions struct {
 	maxParallel int
 	id          string
+	parent      Token // the execution the turn is nested in, if any
 }
 
 type turnOptionFunc func(*turnOptions) error
@@ -122,6 +123,7 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	if err := r.enterTurn(); err != nil {
 		return nil, err
 	}
+	o.parent = r.inferParent(ctx, o.parent) // a turn inside a body is nested in it
 	c := &callCtx{}
 	c.init(ctx, &r.life)
 	defer r.exit(c)
@@ -325,7 +327,7 @@ func (tr *turnRun) classify(i int) {
 	first := !tc.s.classified
 	if first {
 		c := &tr.calls[i]
-		call := Call{ID: c.ID, Name: c.Name, Agent: tr.agent}
+		call := Call{ID: c.ID, Name: c.Name, Agent: tr.agent, Parent: tr.o.parent}
 		args, ok := turnArgs(c.Arguments)
 		if !ok {
 			if json.Valid([]byte(c.Arguments)) {
