@@ -25,6 +25,7 @@ type execState struct {
 	name   string
 	agent  string
 	parent Token
+	host   *execState // the execution this one runs within, for admission (nesting.go)
 	node   *core.Node
 	cctx   callCtx    // ctx of a single Execute (a turn's calls share the turn's)
 	sh     *shell     // the scope's admission, when the caller has it at hand
@@ -42,10 +43,15 @@ type execState struct {
 	deferred    []Message
 	concluded   atomic.Bool
 	bodyInvoked atomic.Bool
-	running     atomic.Bool // dispatch admitted and not yet released
-	admittedOn  *shell      // the gate that admitted the dispatch, owed a release
-	typedOut    []byte      // a typed body's canonical output (see typedOutMarker)
-	directBody  bool        // the registry is calling the typed helper's body itself
+	// holding is the scope admission the dispatch holds (nil: none, or
+	// released); holdExcl and holdSlot, written before holding is stored,
+	// say whether it is exclusive and whether it is a slot of the gate or
+	// runs inside an ancestor's (nesting.go).
+	holding     atomic.Pointer[shell]
+	holdExcl    bool
+	holdSlot    bool
+	typedOut    []byte // a typed body's canonical output (see typedOutMarker)
+	directBody  bool   // the registry is calling the typed helper's body itself
 	aroundErr   error
 	mode        Mode
 	classified  bool
@@ -86,8 +92,10 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 	if fail := r.enterCall(node); fail != nil {
 		return fail // CLOSED or OVERLOADED (close.go)
 	}
-	call.Parent = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a callCtx for a value fuses it
+	var host *execState
+	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a callCtx for a value fuses it
 	s := new(execState)
+	s.host = host
 	s.cctx.init(ctx, &r.life)
 	defer r.exit(&s.cctx)
 	r.initExec(s, &s.cctx, node, call)
@@ -153,17 +161,9 @@ func (r *Registry) hooksFor(s *execState) hooks {
 // supervisor for single calls, the turn scheduler for turns.
 type gate interface {
 	// acquire admits s's dispatch; the admission is recorded on s and
-	// given back by releaseAdmission.
-	acquire(s *execState)
-}
-
-// releaseAdmission ends the admission acquire recorded on s.
-func (r *Registry) releaseAdmission(s *execState) {
-	s.running.Store(false)
-	if sh := s.admittedOn; sh != nil {
-		s.admittedOn = nil
-		r.releaseOn(sh)
-	}
+	// given back by releaseAdmission. A non-nil result is the outcome of a
+	// call that must not dispatch (nesting.go, Registry.acquire).
+	acquire(s *execState) *Result
 }
 
 // run executes the stages of R49 for s and returns the final result.
@@ -311,7 +311,9 @@ func (r *Registry) evalGuards(s *execState) (reason string, denied bool, err err
 // then normalizes (R58–R66). final=true means post-execute is skipped.
 func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final bool) {
 	if g != nil {
-		g.acquire(s)
+		if res := g.acquire(s); res != nil {
+			return res, false
+		}
 		defer r.releaseAdmission(s)
 	}
 	r.emitStarted(s)
@@ -760,28 +762,19 @@ func cloneMessages(m []Message) []Message {
 	return append([]Message(nil), m...)
 }
 
-// scopeGate admits single executions through the scope's supervisor. A
-// nested call whose parent is dispatching in the same scope runs under the
-// parent's admission (no deadlock for composite exclusive tools).
+// scopeGate admits single executions on their scope's gate (nesting.go).
 type scopeGate struct{ reg *Registry }
 
-func (g scopeGate) acquire(s *execState) {
-	if p := s.parent.s; p != nil && p.node == s.node && p.running.Load() {
-		// Runs under the parent's admission; mark it running so its own
-		// nested calls do too (two levels deep must not deadlock).
-		s.running.Store(true)
-		return
-	}
+func (g scopeGate) acquire(s *execState) *Result {
 	s.mode, s.classified = Exclusive, true
 	if td, ok := g.reg.resolveExec(s); ok {
 		s.mode = td.classifyExec(s)
 	}
-	s.running.Store(true)
 	sh := s.sh
-	if sh == nil {
+	if sh == nil || sh.gone.Load() {
+		// A stale handle (its scope disposed, the key maybe live again)
+		// admits on the live scope's gate, as its turns do.
 		sh = g.reg.admission(s.node)
 	}
-	if sh != nil && g.reg.admit(sh, s.mode == Parallel) {
-		s.admittedOn = sh
-	}
+	return g.reg.acquire(s, sh, s.mode == Parallel)
 }

@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"sync"
+)
 
 // Every callback of an execution — hooks, guards, the approver, the body —
 // receives a ctx that carries the execution: the caller's ctx (or the
@@ -8,6 +12,14 @@ import "context"
 // such a ctx (or one derived from it) and no Call.Parent is nested in that
 // execution: the registry infers the parent, so "pass ctx down" is enough
 // for nested calls to be recognised (issue 11, R86).
+
+// CodeWouldDeadlock is the code of a nested call refused because waiting
+// for its admission could never end (see "Nested admission" below); its
+// name is NameDeadlock.
+const CodeWouldDeadlock = "WOULD_DEADLOCK"
+
+// NameDeadlock is the error name paired with CodeWouldDeadlock.
+const NameDeadlock = "DeadlockError"
 
 // execKey is the ctx key of the execution a ctx belongs to.
 type execKey struct{}
@@ -50,14 +62,362 @@ func ExecutionFromContext(ctx context.Context) (Execution, bool) {
 	return Execution{s}, true
 }
 
-// inferParent returns call.Parent, or — when it is zero — the execution of
-// this registry that ctx belongs to (an explicit Parent always wins).
-func (r *Registry) inferParent(ctx context.Context, parent Token) Token {
-	if !parent.IsZero() {
-		return parent
+// inferParent returns the call's parent — call.Parent, or when it is zero
+// the execution of this registry that ctx belongs to (an explicit Parent
+// always wins) — and its host: the execution it runs within for admission,
+// which is ctx's execution when there is one (the call runs inside that
+// body whatever Parent says), else the parent.
+func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execState) {
+	in := execOf(ctx)
+	if in != nil && in.reg != r {
+		in = nil
 	}
-	if p := execOf(ctx); p != nil && p.reg == r {
-		return Token{p}
+	if parent.IsZero() {
+		parent = Token{in}
 	}
-	return Token{}
+	host := in
+	if host == nil && parent.s != nil && parent.s.reg == r {
+		host = parent.s
+	}
+	return parent, host
+}
+
+// Nested admission (issue 11, R86). The rule: an exclusive call never
+// overlaps a call of its scope that is not one of its ancestors, and no
+// nesting pattern hangs — it runs, or fails at once with WOULD_DEADLOCK.
+//
+// A call is nested when one of its ancestors (Call.Parent, or the execution
+// its ctx belongs to, and so on up) holds an admission right now, in any
+// scope. Calls that are not nested use the scope's gate as before: one CAS
+// when nobody waits, else the supervisor's FIFO queue. A nested call of
+// scope S instead goes through the registry's nest lock, ahead of that
+// queue (a nested call waiting behind calls that wait for its own ancestor
+// would never run):
+//
+//   - with an ancestor holding S, it runs inside that admission, taking no
+//     slot: a parallel call when no exclusive call of S other than its
+//     ancestors runs; an exclusive call when every call of S that runs is
+//     one of its ancestors (it sets the gate's hold mark, so nothing else is
+//     admitted until it ends);
+//   - with no ancestor holding S, it takes a slot of S's gate like any call,
+//     as soon as it fits what runs, ignoring the queue.
+//
+// A nested call that cannot run yet waits (its ctx still ends the wait)
+// unless waiting would close a cycle: it waits for some running call h of S
+// that is not its ancestor, h cannot end before its own waiting descendant
+// v does, and so on back to one of the waiter's ancestors. Each new waiter
+// is checked against the others; if it closes a cycle it gets
+// WOULD_DEADLOCK at once (two parallel siblings that both ask for a nested
+// exclusive call of their scope: the first waits for the other to end, the
+// second fails, and then the first runs).
+
+// nestState is the registry's nested admission: the nested calls waiting
+// anywhere in the registry, in arrival order. Nested waits are rare, so one
+// lock serves every scope.
+type nestState struct {
+	mu      sync.Mutex
+	waiters []*nestWaiter
+}
+
+// shellNest is the nested side of one scope's admission, allocated on first
+// use (an idle scope pays a nil pointer). Guarded by Registry.nest.mu.
+type shellNest struct {
+	inside  []*execState // running nested calls that took no slot
+	excl    int          // how many of them are exclusive (the hold mark)
+	waiters int          // nested calls waiting for this scope (the wait mark)
+}
+
+type nestWaiter struct {
+	s        *execState
+	sh       *shell
+	parallel bool
+	ready    chan struct{}
+	done     bool // admitted; guarded by nest.mu
+}
+
+// holder returns the admission s holds (nil if none) and whether it is
+// exclusive.
+func (s *execState) holder() (*shell, bool) {
+	sh := s.holding.Load()
+	if sh == nil {
+		return nil, false
+	}
+	return sh, s.holdExcl
+}
+
+// nestedCall reports whether an ancestor of s (through hosts: the
+// executions it runs within) holds an admission: then s is nested.
+func (r *Registry) nestedCall(s *execState) bool {
+	for p := s.host; p != nil; p = p.host {
+		if p.holding.Load() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// insideOf reports whether an ancestor of s holds sh.
+func insideOf(s *execState, sh *shell) bool {
+	for p := s.host; p != nil; p = p.host {
+		if p.holding.Load() == sh {
+			return true
+		}
+	}
+	return false
+}
+
+// isAncestor reports whether a is an ancestor of s.
+func isAncestor(a, s *execState) bool {
+	for p := s.host; p != nil; p = p.host {
+		if p == a {
+			return true
+		}
+	}
+	return false
+}
+
+// acquire admits s's dispatch on sh (nil: nothing to serialize against). A
+// nil result means s may dispatch and owes releaseAdmission; otherwise the
+// result is s's outcome and nothing is owed: ABORTED_BEFORE_DISPATCH when
+// its ctx ended while it waited, WOULD_DEADLOCK when waiting could never
+// end.
+func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
+	if sh == nil {
+		return nil
+	}
+	if s.host == nil || !r.nestedCall(s) {
+		if sh.gate.TryAcquire(parallel) {
+			s.hold(sh, !parallel, true)
+			return nil
+		}
+		sup := r.supervisorFor(sh)
+		if sup == nil {
+			return nil // torn down: R7 lets the call run unadmitted
+		}
+		if !sup.admitWait(s.ctx, parallel) {
+			return abortedBeforeDispatch()
+		}
+		s.hold(sh, !parallel, true)
+		return nil
+	}
+	return r.acquireNested(s, sh, parallel)
+}
+
+// hold records the admission s holds; holdExcl is written before holding,
+// which publishes it.
+func (s *execState) hold(sh *shell, excl, slot bool) {
+	s.holdExcl, s.holdSlot = excl, slot
+	s.holding.Store(sh)
+}
+
+func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result {
+	n := &r.nest
+	n.mu.Lock()
+	if sh.nest == nil {
+		sh.nest = &shellNest{}
+	}
+	// Mark the gate before looking, so a release from now on takes the
+	// slow path and looks at us again (it needs n.mu, which we hold).
+	sh.nest.waiters++
+	if sh.nest.waiters == 1 {
+		sh.gate.SetNestWait()
+	}
+	w := &nestWaiter{s: s, sh: sh, parallel: parallel}
+	if r.tryNested(w) {
+		r.unwaitLocked(sh)
+		n.mu.Unlock()
+		return nil
+	}
+	if r.closesCycle(w) {
+		r.unwaitLocked(sh)
+		n.mu.Unlock()
+		return wouldDeadlock(s, sh)
+	}
+	w.ready = make(chan struct{})
+	n.waiters = append(n.waiters, w)
+	n.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-s.ctx.Done():
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if w.done {
+		return nil // admitted as the ctx ended: dispatch sees the ctx and aborts
+	}
+	for i, x := range n.waiters {
+		if x == w {
+			n.waiters = append(n.waiters[:i], n.waiters[i+1:]...)
+			break
+		}
+	}
+	r.unwaitLocked(sh)
+	return abortedBeforeDispatch()
+}
+
+// unwaitLocked ends one nested wait on sh; when it was the last, calls that
+// are not nested may be admitted again.
+func (r *Registry) unwaitLocked(sh *shell) {
+	sh.nest.waiters--
+	if sh.nest.waiters == 0 {
+		if sh.gate.ClearNestWait().Queued() {
+			r.kick(sh)
+		}
+	}
+}
+
+// tryNested admits w if it can run now. Caller holds nest.mu.
+func (r *Registry) tryNested(w *nestWaiter) bool {
+	s, sh, nest := w.s, w.sh, w.sh.nest
+	if !insideOf(s, sh) {
+		if !sh.gate.TryAcquireNested(w.parallel) {
+			return false
+		}
+		s.hold(sh, !w.parallel, true)
+		return true
+	}
+	for _, h := range nest.inside {
+		if (!w.parallel || h.holdExcl) && !isAncestor(h, s) {
+			return false
+		}
+	}
+	if !w.parallel {
+		// Every call holding a slot must be our ancestor: there is one slot
+		// holder above us, so nobody else may hold one.
+		if nest.excl == 0 && !sh.gate.HoldIfAlone() {
+			return false
+		}
+		if nest.excl > 0 && sh.gate.Load().Count() != 1 {
+			return false
+		}
+		nest.excl++
+	}
+	nest.inside = append(nest.inside, s)
+	s.hold(sh, !w.parallel, false)
+	return true
+}
+
+// closesCycle reports whether w waiting would close a cycle of waits:
+// w waits for running calls of its scope that are not its ancestors; such
+// a call cannot end while one of its descendants waits, and so on. Caller
+// holds nest.mu.
+func (r *Registry) closesCycle(w *nestWaiter) bool {
+	all := append(r.nest.waiters[:len(r.nest.waiters):len(r.nest.waiters)], w)
+	seen := make(map[*nestWaiter]bool, len(all))
+	var reach func(u *nestWaiter) bool
+	reach = func(u *nestWaiter) bool {
+		for _, v := range all {
+			if !blocksOn(u, v) {
+				continue
+			}
+			if v == w {
+				return true
+			}
+			if !seen[v] {
+				seen[v] = true
+				if reach(v) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return reach(w)
+}
+
+// blocksOn reports whether waiter u waits for a running ancestor of waiter
+// v (which cannot end before v does).
+func blocksOn(u, v *nestWaiter) bool {
+	for h := v.s.host; h != nil; h = h.host {
+		sh, excl := h.holder()
+		if sh == u.sh && (excl || !u.parallel) && !isAncestor(h, u.s) {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseAdmission ends the admission s holds, if any.
+func (r *Registry) releaseAdmission(s *execState) {
+	sh := s.holding.Load()
+	if sh == nil {
+		return
+	}
+	s.holding.Store(nil)
+	if s.holdSlot {
+		r.releaseOn(sh)
+		return
+	}
+	n := &r.nest
+	n.mu.Lock()
+	nest := sh.nest
+	for i, x := range nest.inside {
+		if x == s {
+			nest.inside = append(nest.inside[:i], nest.inside[i+1:]...)
+			break
+		}
+	}
+	if s.holdExcl {
+		nest.excl--
+		if nest.excl == 0 && sh.gate.ClearHold().Queued() {
+			r.kick(sh)
+		}
+	}
+	r.recheckLocked()
+	n.mu.Unlock()
+}
+
+// releaseOn gives back a slot of sh's gate: one CAS when nobody waits;
+// otherwise the slot is given back here and whoever waits is looked at.
+func (r *Registry) releaseOn(sh *shell) {
+	if sh.gate.TryRelease() {
+		return
+	}
+	was := sh.gate.Release()
+	if was.NestWaiting() {
+		r.nest.mu.Lock()
+		r.recheckLocked()
+		r.nest.mu.Unlock()
+	}
+	if was.Queued() {
+		r.kick(sh)
+	}
+}
+
+// kick has sh's supervisor admit whoever fits now. The supervisor may not
+// exist yet (a waiter that failed the fast path may still be spawning it),
+// so it is spawned here rather than the kick dropped.
+func (r *Registry) kick(sh *shell) {
+	if sup := r.supervisorFor(sh); sup != nil {
+		sup.kick()
+	}
+}
+
+// recheckLocked admits the nested waiters that can run now, in arrival
+// order. Caller holds nest.mu.
+func (r *Registry) recheckLocked() {
+	n := &r.nest
+	kept := n.waiters[:0]
+	for _, w := range n.waiters {
+		if r.tryNested(w) {
+			w.done = true
+			close(w.ready)
+			r.unwaitLocked(w.sh)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(n.waiters[len(kept):])
+	n.waiters = kept
+}
+
+func wouldDeadlock(s *execState, sh *shell) *Result {
+	key := "the global scope"
+	if s.node != nil {
+		key = fmt.Sprintf("scope %q", s.node.Key)
+	}
+	return codedFailure(NameDeadlock, CodeWouldDeadlock, fmt.Sprintf(
+		"tool call %q would deadlock: its admission in %s waits for a running call that is not its ancestor and that waits, in turn, for one of its own ancestors",
+		s.name, key))
 }

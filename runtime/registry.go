@@ -32,6 +32,7 @@ type Registry struct {
 	prependSeq atomic.Int64
 
 	workers *workerPool
+	nest    nestState // nested admission (nesting.go)
 	// eventBase is the number of event-stream subscribers the actor system
 	// had when the registry started; events are built only beyond it.
 	eventBase int32

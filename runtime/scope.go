@@ -93,7 +93,9 @@ type shell struct {
 	sending int
 	idle    chan struct{}
 	sup     atomic.Pointer[supervisor]
+	gone    atomic.Bool // the scope was torn down (stale handles look up the live one)
 	gate    admit.Gate
+	nest    *shellNest                  // nested admission (nesting.go), guarded by Registry.nest.mu
 	inc     atomic.Pointer[incarnation] // the scope actor's current life (faults.go)
 	// handler answers the actor's protobuf requests; embedded, as are
 	// the Scope's owner, because heap per idle scope is a budget.
@@ -139,6 +141,7 @@ func (s *Scope) stop() {
 		return
 	}
 	sh.stopped = true
+	sh.gone.Store(true)
 	var wait chan struct{}
 	if sh.sending > 0 {
 		wait = make(chan struct{})

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,7 +34,7 @@ type supervisor struct {
 	queue admit.Queue
 }
 
-// supOp is one request: an admission (w), a release (neither) or a turn.
+// supOp is one request: an admission (w), a kick (neither) or a turn.
 type supOp struct {
 	w     *admit.Waiter
 	start func() // a turn's go-ahead (actors.RunTurn)
@@ -41,17 +42,19 @@ type supOp struct {
 
 var wakeMsg = &actors.Wake{}
 
-// admission returns the shell whose gate admits node's dispatches: the
-// scope's own, or the global scope's for calls with no agent. nil means the
-// scope is gone (disposed or never created): nothing to serialize against.
+// admission returns the shell whose gate admits node's dispatches: the live
+// scope's of node's key, or the global scope's for calls with no agent. nil
+// means no scope of that key is live: nothing to serialize against.
 func (r *Registry) admission(node *core.Node) *shell {
 	if node == nil {
 		return r.global.shell
 	}
+	// By key: a stale handle (its scope disposed, the key created again,
+	// perhaps under a new record) admits on the live scope's gate.
 	r.mu.RLock()
 	rec := r.scopes[node.Key]
 	var live *Scope
-	if rec != nil && rec.node == node {
+	if rec != nil {
 		live = rec.live
 	}
 	r.mu.RUnlock()
@@ -92,39 +95,25 @@ func (r *Registry) supervisorFor(sh *shell) *supervisor {
 	return sup
 }
 
-// admit admits one dispatch on sh's gate: with one compare-and-swap when
-// nobody waits, else through the supervisor, which keeps arrival order.
-// true means the caller owes exactly one releaseOn(sh); false means the
-// scope is being torn down and the call runs unadmitted (R7 lets it
-// finish).
-func (r *Registry) admit(sh *shell, parallel bool) bool {
-	if sh.gate.TryAcquire(parallel) {
-		return true
-	}
-	sup := r.supervisorFor(sh)
-	return sup != nil && sup.admitWait(parallel)
-}
-
-func (r *Registry) releaseOn(sh *shell) {
-	if sh.gate.TryRelease() {
-		return
-	}
-	// Somebody waits or is on the way: the supervisor owns the order now.
-	// It may not exist yet (the waiter that failed the fast path may still
-	// be spawning it), so spawn it here rather than drop the release.
-	if sup := r.supervisorFor(sh); sup != nil {
-		sup.release()
-	}
-}
-
-// admitWait queues one admission and waits for it. ok=false means the
-// supervisor is gone and the call runs unadmitted.
-func (sup *supervisor) admitWait(parallel bool) bool {
+// admitWait queues one admission and waits for it, or for ctx to end. It
+// reports false when ctx ended first (the waiter left the queue); true when
+// admitted, or when the supervisor is gone (the call runs unadmitted, as R7
+// lets calls of a torn-down scope finish).
+func (sup *supervisor) admitWait(ctx context.Context, parallel bool) bool {
 	w := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
 	if !sup.post(supOp{w: w}) {
+		return true
+	}
+	select {
+	case <-w.Ready:
+		return true
+	case <-ctx.Done():
+	}
+	if w.Cancel() {
+		sup.kick() // the waiters behind it may fit now
 		return false
 	}
-	<-w.Ready
+	<-w.Ready // admitted as ctx ended: the dispatch sees ctx and aborts
 	return true
 }
 
@@ -137,7 +126,9 @@ func (sup *supervisor) send(msg any) bool {
 	return sup.post(supOp{start: rt.Start})
 }
 
-func (sup *supervisor) release() { sup.post(supOp{}) }
+// kick has the actor admit whoever fits now (a slot was given back outside
+// the queue, a waiter left it, or the nested marks cleared).
+func (sup *supervisor) kick() { sup.post(supOp{}) }
 
 // post queues op for the actor and wakes it if the inbox was empty (a
 // non-empty inbox already has a wake on its way, or a respawn will take
@@ -179,7 +170,7 @@ func (sup *supervisor) apply(ops []supOp) {
 		case op.w != nil:
 			wake(sup.queue.Admit(op.w))
 		default:
-			wake(sup.queue.Release())
+			wake(sup.queue.Kick())
 		}
 	}
 }

@@ -66,7 +66,8 @@ type TurnOption interface{ applyTurn(*turnOptions) error }
 type turnOptions struct {
 	maxParallel int
 	id          string
-	parent      Token // the execution the turn is nested in, if any
+	parent      Token      // the execution the turn is nested in, if any
+	host        *execState // the execution it runs within (nesting.go)
 }
 
 type turnOptionFunc func(*turnOptions) error
@@ -123,7 +124,7 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	if err := r.enterTurn(); err != nil {
 		return nil, err
 	}
-	o.parent = r.inferParent(ctx, o.parent) // a turn inside a body is nested in it
+	o.parent, o.host = r.inferParent(ctx, o.parent) // a turn inside a body is nested in it
 	c := &callCtx{}
 	c.init(ctx, &r.life)
 	defer r.exit(c)
@@ -339,6 +340,7 @@ func (tr *turnRun) classify(i int) {
 			}
 		}
 		r.initExec(tc.s, tr.ctx, tr.node, call)
+		tc.s.host = tr.o.host
 		if ok {
 			tc.s.args = args // R91: parsed once, from the text
 		} else {
@@ -385,7 +387,13 @@ func (tr *turnRun) prepare(i int) bool {
 	tc.h = r.hooksFor(tc.s)
 	res, post := r.gate(tc.s, tc.h)
 	if res == nil {
-		tr.g.acquire(tc.s)
+		// Refused admission (ctx ended while waiting, or WOULD_DEADLOCK)
+		// goes on through post-execute, as a single Execute's does.
+		if res = tr.g.acquire(tc.s); res != nil {
+			post = true
+		}
+	}
+	if res == nil {
 		tc.dispatch = true
 	} else {
 		tc.res, tc.post = res, post
@@ -458,12 +466,8 @@ func (g *turnGate) shell() *shell {
 	return g.sh
 }
 
-func (g *turnGate) acquire(s *execState) {
-	sh := g.shell()
-	s.running.Store(true)
-	if sh != nil && g.reg.admit(sh, s.mode == Parallel) {
-		s.admittedOn = sh
-	}
+func (g *turnGate) acquire(s *execState) *Result {
+	return g.reg.acquire(s, g.shell(), s.mode == Parallel)
 }
 
 // turnFromProto answers a protobuf TurnRequest sent to a scope's PID.

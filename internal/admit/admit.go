@@ -18,12 +18,23 @@ const (
 	countMask  = 1<<32 - 1
 	exclusive  = 1 << 32
 	queuedFlag = 1 << 33
+	// nestHold is set while a nested exclusive call runs inside the
+	// admission of one of its ancestors (the one call holding a slot):
+	// nobody else gets a slot until it ends.
+	nestHold = 1 << 34
+	// nestWait is set while a nested call waits for this gate. Calls that
+	// are not nested wait behind it, and every release takes the slow path,
+	// so the waiter is looked at again.
+	nestWait = 1 << 35
 	// pendingOne counts a caller that failed the fast path and is on its
 	// way to the supervisor. While any is pending, nobody takes the fast
 	// path, so a later call cannot overtake one that already had to wait.
-	pendingOne = 1 << 34
-	// waiting is set while anyone is queued or pending.
-	waiting = ^uint64(pendingOne-1) | queuedFlag
+	pendingOne  = 1 << 36
+	pendingMask = ^uint64(pendingOne - 1)
+	// waiting is set while anyone is queued, pending, or a nested call
+	// holds or waits: the fast paths are off.
+	waiting = pendingMask | queuedFlag | nestHold | nestWait
+	nested  = nestHold | nestWait
 )
 
 // Gate is the shared admission word of one scope.
@@ -78,6 +89,80 @@ func (g *Gate) Running() (n int, excl bool) {
 	return int(s & countMask), s&exclusive != 0
 }
 
+// Release ends one admitted call unconditionally (the slow path of a
+// release: TryRelease failed) and returns the word as it was before, so the
+// caller can tell who must look again: the queue (Queued) or nested
+// waiters (NestWaiting).
+func (g *Gate) Release() Word {
+	for {
+		s := g.w.Load()
+		if g.w.CompareAndSwap(s, released(s)) {
+			return Word(s)
+		}
+	}
+}
+
+// TryAcquireNested admits a nested call that needs a slot of its own (it
+// has no ancestor holding this gate) ahead of the queue: a nested call's
+// ancestors hold admissions elsewhere, so making it wait behind calls that
+// are not nested could wait for those very ancestors. It fails only when
+// the call does not fit what runs now.
+func (g *Gate) TryAcquireNested(parallel bool) bool {
+	for {
+		s := g.w.Load()
+		if s&nestHold != 0 || !fits(s, parallel) {
+			return false
+		}
+		if g.w.CompareAndSwap(s, admitted(s, parallel)) {
+			return true
+		}
+	}
+}
+
+// HoldIfAlone sets the nested-hold mark when exactly one call holds a slot
+// (the ancestor of the nested exclusive call asking): from then on nobody
+// else is admitted until ClearHold. It reports whether it was set.
+func (g *Gate) HoldIfAlone() bool {
+	for {
+		s := g.w.Load()
+		if s&countMask != 1 {
+			return false
+		}
+		if g.w.CompareAndSwap(s, s|nestHold) {
+			return true
+		}
+	}
+}
+
+// ClearHold clears the nested-hold mark and returns the word as it was.
+func (g *Gate) ClearHold() Word { return g.clear(nestHold) }
+
+// SetNestWait sets the nested-waiting mark and returns the word as it was.
+func (g *Gate) SetNestWait() Word { return g.or(nestWait) }
+
+// ClearNestWait clears the nested-waiting mark and returns the word as it
+// was.
+func (g *Gate) ClearNestWait() Word { return g.clear(nestWait) }
+
+func (g *Gate) or(bit uint64) Word    { return Word(g.w.Or(bit)) }
+func (g *Gate) clear(bit uint64) Word { return Word(g.w.And(^bit)) }
+
+// Load returns the current word.
+func (g *Gate) Load() Word { return Word(g.w.Load()) }
+
+// Word is a snapshot of a gate's state.
+type Word uint64
+
+// Count is the number of calls holding a slot.
+func (w Word) Count() int { return int(uint64(w) & countMask) }
+
+// Queued reports that calls wait in the supervisor's queue or are on their
+// way to it.
+func (w Word) Queued() bool { return uint64(w)&(queuedFlag|pendingMask) != 0 }
+
+// NestWaiting reports that a nested call waits for this gate.
+func (w Word) NestWaiting() bool { return uint64(w)&nestWait != 0 }
+
 func fits(s uint64, parallel bool) bool {
 	if parallel {
 		return s&exclusive == 0
@@ -104,11 +189,25 @@ func released(s uint64) uint64 {
 }
 
 // Waiter is one call waiting for admission. Ready is closed by the
-// supervisor when the call is admitted.
+// supervisor when the call is admitted. A waiter whose caller gives up
+// (its ctx ended) leaves with Cancel.
 type Waiter struct {
 	Parallel bool
 	Ready    chan struct{}
+	state    atomic.Int32
 }
+
+const (
+	waiterWaiting int32 = iota
+	waiterAdmitted
+	waiterCancelled
+)
+
+// Cancel takes w out of the queue: true means it will never be admitted
+// (the supervisor drops it when it reaches it; the caller should Kick the
+// queue so the waiters behind it are looked at); false means it was
+// admitted first and owes a release as usual.
+func (w *Waiter) Cancel() bool { return w.state.CompareAndSwap(waiterWaiting, waiterCancelled) }
 
 // Queue is the supervisor's side: the waiters in arrival order. Only the
 // supervisor actor uses it, so it needs no lock.
@@ -123,7 +222,7 @@ type Queue struct {
 func (q *Queue) Admit(w *Waiter) []*Waiter {
 	q.waiters = append(q.waiters, w)
 	q.set(func(s uint64) uint64 {
-		if s>>34 > 0 {
+		if s&pendingMask != 0 {
 			s -= pendingOne
 		}
 		return s | queuedFlag
@@ -137,12 +236,27 @@ func (q *Queue) Release() []*Waiter {
 	return q.drain()
 }
 
+// Kick admits the waiters that fit now (after a release made outside the
+// queue, a waiter leaving it, or the nested bits clearing).
+func (q *Queue) Kick() []*Waiter { return q.drain() }
+
+func (q *Queue) pop() {
+	q.waiters[q.head] = nil
+	q.head++
+	q.G.waiters.Add(-1)
+}
+
 // Drain admits every waiter unconditionally (the supervisor is stopping;
 // nobody may be left waiting).
 func (q *Queue) Drain() []*Waiter {
-	out := append([]*Waiter(nil), q.waiters[q.head:]...)
+	var out []*Waiter
+	for _, w := range q.waiters[q.head:] {
+		if w.state.CompareAndSwap(waiterWaiting, waiterAdmitted) {
+			out = append(out, w)
+		}
+	}
+	q.G.waiters.Add(-int64(len(q.waiters) - q.head))
 	q.waiters, q.head = nil, 0
-	q.G.waiters.Add(-int64(len(out)))
 	for range out {
 		q.set(func(s uint64) uint64 { return s + 1 })
 	}
@@ -160,8 +274,12 @@ func (q *Queue) drain() []*Waiter {
 	for q.head < len(q.waiters) {
 		w := q.waiters[q.head]
 		ok := false
+		if w.state.Load() == waiterCancelled {
+			q.pop()
+			continue
+		}
 		q.set(func(s uint64) uint64 {
-			if !fits(s, w.Parallel) {
+			if s&nested != 0 || !fits(s, w.Parallel) {
 				ok = false
 				return s
 			}
@@ -171,9 +289,11 @@ func (q *Queue) drain() []*Waiter {
 		if !ok {
 			break
 		}
-		q.waiters[q.head] = nil
-		q.head++
-		q.G.waiters.Add(-1)
+		q.pop()
+		if !w.state.CompareAndSwap(waiterWaiting, waiterAdmitted) {
+			q.set(released) // it left the queue meanwhile: give the slot back
+			continue
+		}
 		out = append(out, w)
 	}
 	if q.head == len(q.waiters) {
