@@ -415,11 +415,14 @@ func (r *Registry) withDeferred(s *execState, out *Result) *Result {
 func (r *Registry) base(s *execState, ctx context.Context) *Result {
 	bodyCtx := ctx
 	if ctx != s.ctx {
-		// R60: fuse the caller ctx and the wrapper's ctx.
+		// R60: fuse the caller ctx and the wrapper's ctx. Err answers from
+		// both at once (a cancellation of the caller is seen here before
+		// the body runs, not when AfterFunc gets round to it); Done closes
+		// when either does.
 		fused, cancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(s.ctx, cancel)
 		defer func() { stop(); cancel() }()
-		bodyCtx = fused
+		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.ctx, s: s}
 	}
 	if bodyCtx.Err() != nil {
 		return stamped(s, abortedBeforeDispatch())
@@ -777,4 +780,30 @@ func (g scopeGate) acquire(s *execState) *Result {
 		sh = g.reg.admission(s.node)
 	}
 	return g.reg.acquire(s, sh, s.mode == Parallel)
+}
+
+// fusedBodyCtx is the body's ctx when a wrapper delegated with a ctx of its
+// own (R60): cancelled when either the caller's or the wrapper's is, with
+// Err answering from both synchronously; it carries the execution, whatever
+// ctx the wrapper passed.
+type fusedBodyCtx struct {
+	context.Context // a cancel ctx under the wrapper's, cancelled by the caller's too
+	caller          context.Context
+	s               *execState
+}
+
+// Err implements context.Context.
+func (c *fusedBodyCtx) Err() error {
+	if err := c.caller.Err(); err != nil {
+		return err
+	}
+	return c.Context.Err()
+}
+
+// Value implements context.Context.
+func (c *fusedBodyCtx) Value(key any) any {
+	if _, ok := key.(execKey); ok {
+		return c.s
+	}
+	return c.Context.Value(key)
 }

@@ -536,3 +536,40 @@ func TestAdmission_R86_StaleHandleUsesLiveGate(t *testing.T) {
 	nestOK(t, nestAwait(t, stale))
 	occ.check(t)
 }
+
+// The caller cancels inside an around hook, which then delegates with a
+// live ctx of its own: the base dispatch sees the fused cancellation at
+// once (R60, R61 step 1, R80) and never invokes the body.
+func TestFusedCtx_R60_CallerCancellationIsSynchronous(t *testing.T) {
+	reg := r3Reg(t)
+	s := r3Scope(t, reg, "s")
+	var bodies atomic.Int32
+	r3M(s.Register(r3Tool("t", func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+		bodies.Add(1)
+		return "ran", nil
+	})))
+	var cancel context.CancelFunc
+	r3M(s.OnExecute(func(_ context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
+		cancel()
+		return next(context.Background()), nil
+	}))
+	for i := 0; i < 200; i++ {
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		res := s.Execute(ctx, runtime.Call{ID: "c", Name: "t"})
+		require.Equal(t, runtime.CodeAbortedBeforeDispatch, res.Code(), "try %d", i)
+	}
+	assert.Zero(t, bodies.Load(), "the body ran under a cancelled caller")
+
+	// The body's ctx still carries the execution when a wrapper passed an
+	// unrelated ctx.
+	var found bool
+	r3M(s.Register(r3Tool("u", func(ctx context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
+		e, ok := runtime.ExecutionFromContext(ctx)
+		found = ok && e.Token() == rc.Token()
+		return "u", nil
+	})))
+	cancel = func() {}
+	nestOK(t, s.Execute(context.Background(), runtime.Call{ID: "u", Name: "u"}))
+	assert.True(t, found)
+}
