@@ -10,6 +10,15 @@
 // Queue and sets the queued bit, which sends every later acquire and every
 // release through the actor too, until the queue is empty again. No
 // goroutines, no clocks here: the actor drives the Queue.
+//
+// Nested calls (a call made inside the dispatch of another, issue 11) are
+// decided by the runtime under its own lock, not by this queue: they take
+// a slot ahead of the queue when they fit (TryAcquireNested), or run
+// inside an ancestor's slot, marking the gate while a nested exclusive call
+// runs (HoldIfAlone, ClearHold) or a nested call waits (SetNestWait,
+// ClearNestWait). Either mark turns the fast paths off and keeps calls that
+// are not nested waiting; a waiter whose caller gives up leaves with
+// Cancel, and Kick admits whoever fits after a change made outside.
 package admit
 
 import "sync/atomic"
