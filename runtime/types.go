@@ -83,7 +83,10 @@ type Call struct {
 	// Scope methods fill it with the scope's own key.
 	Agent string
 	// Parent is the token of the execution this call is nested in, if any
-	// (R43, R51).
+	// (R43, R51). When it is zero and the call's ctx belongs to an
+	// execution of the same registry (the ctx a body, hook or guard was
+	// given, or one derived from it), that execution is the parent: passing
+	// ctx down is enough. An explicit Parent wins.
 	Parent Token
 }
 
