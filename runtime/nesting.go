@@ -216,13 +216,18 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 	if sh.nest == nil {
 		sh.nest = &shellNest{}
 	}
-	// Mark the gate before looking, so a release from now on takes the
-	// slow path and looks at us again (it needs n.mu, which we hold).
+	w := &nestWaiter{s: s, sh: sh, parallel: parallel}
+	if r.tryNested(w) {
+		n.mu.Unlock()
+		return nil
+	}
+	// Mark the gate, then look again: a release from now on takes the slow
+	// path and looks at us (it needs n.mu, which we hold), and one made
+	// before the mark is seen by this second look.
 	sh.nest.waiters++
 	if sh.nest.waiters == 1 {
 		sh.gate.SetNestWait()
 	}
-	w := &nestWaiter{s: s, sh: sh, parallel: parallel}
 	if r.tryNested(w) {
 		r.unwaitLocked(sh)
 		n.mu.Unlock()
