@@ -242,24 +242,54 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 
 // drive runs the turn while nobody else does. A dispatch it prepared last,
 // just before the turn had to wait, it runs itself once it has let go of
-// driving (a hand-off saved); every other dispatch starts on a worker.
+// driving (a hand-off saved); every other dispatch starts on a worker. After
+// letting go it looks at done once more, before running anything: a
+// dispatch that finished since the session's last look left its outcome to
+// this driver, so the driver takes the turn again and the held dispatch goes
+// to a worker.
 func (tr *turnRun) drive() {
 	for {
 		if !tr.driving.CompareAndSwap(false, true) {
+			if h := testHookDriveBusy.Load(); h != nil {
+				(*h)(tr)
+			}
 			return // the driver takes our outcome before it lets go
 		}
 		inline := tr.session()
-		tr.driving.Store(false)
 		if inline != nil {
-			inline.dispatchAndReport()
+			if h := testHookBeforeInline.Load(); h != nil {
+				(*h)(tr, inline)
+			}
+		}
+		tr.driving.Store(false)
+		if tr.done.Load() != nil {
+			// An outcome arrived after the session's last look, and its
+			// dispatch found the turn driven: take it now (R94, R95). The
+			// held dispatch must not wait for that — it may itself wait
+			// for a call the outcome lets start — so a worker runs it.
+			if inline != nil {
+				tr.reg.workers.start(inline)
+			}
 			continue
 		}
-		if tr.done.Load() == nil {
+		if inline == nil {
 			return
 		}
-		// An outcome arrived after the session's last look: take it.
+		// Anything finishing from here on finds the turn undriven and
+		// drives it itself.
+		inline.dispatchAndReport()
 	}
 }
+
+// testHookBeforeInline, when set (tests only), runs in the driver between
+// the end of a session that held a dispatch back and letting go of driving:
+// the window in which a finishing dispatch finds the turn driven and leaves
+// its outcome to the driver.
+var testHookBeforeInline atomic.Pointer[func(tr *turnRun, inline *turnCall)]
+
+// testHookDriveBusy, when set (tests only), runs when drive finds the turn
+// driven by somebody else and leaves its outcome to that driver.
+var testHookDriveBusy atomic.Pointer[func(tr *turnRun)]
 
 // session steps the policy until it must wait for a dispatch or the turn
 // is over. It returns the dispatch prepared last before the wait, not yet
