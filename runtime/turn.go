@@ -97,6 +97,17 @@ func TurnID(id string) TurnOption {
 // and shares the scope's admission with single executions. The error is
 // for configuration and internal scheduler failures only (R98); tool
 // outcomes are results.
+//
+// A configuration error (or ErrClosed) comes with a nil result. An internal
+// scheduler failure comes with the partial result of what was committed
+// before it (R98: nothing more starts, in-flight dispatches are waited for,
+// no synthetic results are invented): Results holds only the committed
+// prefix in model order — Results[i] answers calls[i] for i < len(Results),
+// every entry non-nil, and calls from len(Results) on have no result (never
+// started, or dispatched but not committed, so their post-execute,
+// finalizer and observers did not run); Events is the record so far (it
+// may name calls started but not committed); Contexts and Concluded are
+// those of the committed results.
 func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnOption) (*TurnResult, error) {
 	o := turnOptions{maxParallel: s.reg.cfg.maxParallel}
 	for _, opt := range opts {
@@ -235,7 +246,14 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 	tr.drive()
 	<-tr.finished
 	if tr.err != nil {
-		return nil, tr.err
+		// R98: no synthetic results; what was committed is returned with
+		// the failure. Commits follow model order, so they are a prefix.
+		n := 0
+		for n < len(tr.out.Results) && tr.out.Results[n] != nil {
+			n++
+		}
+		tr.out.Results = tr.out.Results[:n]
+		return tr.out, tr.err
 	}
 	return tr.out, nil
 }
@@ -442,7 +460,17 @@ func (tr *turnRun) commit(i int) {
 	if err := tr.t.Committed(i); err != nil {
 		_ = tr.t.Fail(err)
 	}
+	if h := testHookCommitted.Load(); h != nil {
+		if err := (*h)(i); err != nil {
+			_ = tr.t.Fail(err)
+		}
+	}
 }
+
+// testHookCommitted, when set (tests only), runs after each commit of a
+// turn; an error it returns is reported to the scheduler as an internal
+// failure (R98), as a step the scheduler rejected would be.
+var testHookCommitted atomic.Pointer[func(call int) error]
 
 // turnArgs is R91's parse of argument text, done once: empty is {}; valid
 // JSON is snapshotted straight from the text; ok=false means invalid JSON,

@@ -22,3 +22,11 @@ func SetBeforeInlineHookForTest(f func(callID string, leftToDriver <-chan struct
 		testHookDriveBusy.Store(nil)
 	}
 }
+
+// SetCommitFailureForTest makes f run after each commit of every turn; an
+// error it returns is an internal scheduler failure of that turn (R98).
+// The returned func removes the hook.
+func SetCommitFailureForTest(f func(call int) error) (restore func()) {
+	testHookCommitted.Store(&f)
+	return func() { testHookCommitted.Store(nil) }
+}
