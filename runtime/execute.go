@@ -332,19 +332,18 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 			return r.base(s, ctx)
 		}
 		hook := h.around[i].Payload.(AroundHook)
-		var inner *Result
-		called := false
+		var busy nextBusy
 		next := func(c context.Context) *Result {
+			// A retrying wrapper gets a fresh dispatch each time, but one
+			// at a time: the dispatches of one execution share its state.
+			if !busy.enter() {
+				return concurrentNext()
+			}
+			defer busy.leave()
 			if c == nil {
 				c = ctx
 			}
-			if called {
-				// A retrying wrapper gets a fresh dispatch each time.
-				return step(i+1, c)
-			}
-			called = true
-			inner = step(i+1, c)
-			return inner
+			return step(i+1, c)
 		}
 		out, err := callAround(hook, ctx, ex, next)
 		if err != nil {
@@ -806,4 +805,22 @@ func (c *fusedBodyCtx) Value(key any) any {
 		return c.s
 	}
 	return c.Context.Value(key)
+}
+
+// nextBusy marks one around hook's next as running. An around hook may call
+// next again once the previous call returned (a retry), but a call made
+// while another call of the same next is still running — next called from
+// several goroutines at once — is refused (concurrentNext): the dispatches
+// below would share the execution's state (its RunContext, typed output,
+// stamps). Since each hook runs inside one call of the next above it, this
+// keeps at most one base dispatch of an execution running at a time.
+type nextBusy struct{ on atomic.Bool }
+
+func (b *nextBusy) enter() bool { return b.on.CompareAndSwap(false, true) }
+func (b *nextBusy) leave()      { b.on.Store(false) }
+
+// concurrentNext is the failure a refused concurrent next returns to the
+// around hook that made the call.
+func concurrentNext() *Result {
+	return failureFromMessage("tools/execute wrapper: next called while a previous call of it is still running (calls of next must not overlap)", nil)
 }

@@ -98,6 +98,17 @@ func TurnID(id string) TurnOption {
 // and shares the scope's admission with single executions. The error is
 // for configuration and internal scheduler failures only (R98); tool
 // outcomes are results.
+//
+// A configuration error (or ErrClosed) comes with a nil result. An internal
+// scheduler failure comes with the partial result of what was committed
+// before it (R98: nothing more starts, in-flight dispatches are waited for,
+// no synthetic results are invented): Results holds only the committed
+// prefix in model order — Results[i] answers calls[i] for i < len(Results),
+// every entry non-nil, and calls from len(Results) on have no result (never
+// started, or dispatched but not committed, so their post-execute,
+// finalizer and observers did not run); Events is the record so far (it
+// may name calls started but not committed); Contexts and Concluded are
+// those of the committed results.
 func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnOption) (*TurnResult, error) {
 	o := turnOptions{maxParallel: s.reg.cfg.maxParallel}
 	for _, opt := range opts {
@@ -236,31 +247,68 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 	tr.drive()
 	<-tr.finished
 	if tr.err != nil {
-		return nil, tr.err
+		// R98: no synthetic results; what was committed is returned with
+		// the failure. Commits follow model order, so they are a prefix.
+		n := 0
+		for n < len(tr.out.Results) && tr.out.Results[n] != nil {
+			n++
+		}
+		tr.out.Results = tr.out.Results[:n]
+		return tr.out, tr.err
 	}
 	return tr.out, nil
 }
 
 // drive runs the turn while nobody else does. A dispatch it prepared last,
 // just before the turn had to wait, it runs itself once it has let go of
-// driving (a hand-off saved); every other dispatch starts on a worker.
+// driving (a hand-off saved); every other dispatch starts on a worker. After
+// letting go it looks at done once more, before running anything: a
+// dispatch that finished since the session's last look left its outcome to
+// this driver, so the driver takes the turn again and the held dispatch goes
+// to a worker.
 func (tr *turnRun) drive() {
 	for {
 		if !tr.driving.CompareAndSwap(false, true) {
+			if h := testHookDriveBusy.Load(); h != nil {
+				(*h)(tr)
+			}
 			return // the driver takes our outcome before it lets go
 		}
 		inline := tr.session()
-		tr.driving.Store(false)
 		if inline != nil {
-			inline.dispatchAndReport()
+			if h := testHookBeforeInline.Load(); h != nil {
+				(*h)(tr, inline)
+			}
+		}
+		tr.driving.Store(false)
+		if tr.done.Load() != nil {
+			// An outcome arrived after the session's last look, and its
+			// dispatch found the turn driven: take it now (R94, R95). The
+			// held dispatch must not wait for that — it may itself wait
+			// for a call the outcome lets start — so a worker runs it.
+			if inline != nil {
+				tr.reg.workers.start(inline)
+			}
 			continue
 		}
-		if tr.done.Load() == nil {
+		if inline == nil {
 			return
 		}
-		// An outcome arrived after the session's last look: take it.
+		// Anything finishing from here on finds the turn undriven and
+		// drives it itself.
+		inline.dispatchAndReport()
 	}
 }
+
+// testHookBeforeInline, when set (tests only), runs in the driver between
+// the end of a session that held a dispatch back and letting go of driving:
+// the window in which a finishing dispatch finds the turn driven and leaves
+// its outcome to the driver.
+var testHookBeforeInline atomic.Pointer[func(tr *turnRun, inline *turnCall)]
+
+// testHookDriveBusy, when set (tests only), runs when drive finds the turn
+// driven by somebody else and leaves its outcome to that driver.
+var testHookDriveBusy atomic.Pointer[func(tr *turnRun)]
 
 // session steps the policy until it must wait for a dispatch or the turn
 // is over. It returns the dispatch prepared last before the wait, not yet
@@ -420,7 +468,17 @@ func (tr *turnRun) commit(i int) {
 	if err := tr.t.Committed(i); err != nil {
 		_ = tr.t.Fail(err)
 	}
+	if h := testHookCommitted.Load(); h != nil {
+		if err := (*h)(i); err != nil {
+			_ = tr.t.Fail(err)
+		}
+	}
 }
+
+// testHookCommitted, when set (tests only), runs after each commit of a
+// turn; an error it returns is reported to the scheduler as an internal
+// failure (R98), as a step the scheduler rejected would be.
+var testHookCommitted atomic.Pointer[func(call int) error]
 
 // turnArgs is R91's parse of argument text, done once: empty is {}; valid
 // JSON is snapshotted straight from the text; ok=false means invalid JSON,
