@@ -194,8 +194,11 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 		if sup == nil {
 			return nil // torn down: R7 lets the call run unadmitted
 		}
-		if !sup.admitWait(s.ctx, parallel) {
+		switch sup.admitWait(s.ctx, parallel) {
+		case admitCancelled:
 			return abortedBeforeDispatch()
+		case admitGone:
+			return nil // holds nothing, owes nothing
 		}
 		s.hold(sh, !parallel, true)
 		return nil

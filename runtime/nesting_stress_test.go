@@ -254,6 +254,7 @@ func (h *nsHarness) hang(why string) {
 			}
 			fmt.Fprintf(&b, "\n  %v: %s", time.Since(op.start).Round(time.Millisecond), op.what)
 		}
+		fmt.Fprintf(&b, "\n  nested admission:\n%s", runtime.NestStateForTest(h.reg))
 		if f, err := os.CreateTemp("", "nesting-stress-goroutines-*.txt"); err == nil {
 			_, _ = f.WriteString(goroutineDump())
 			_ = f.Close()

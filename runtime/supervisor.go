@@ -95,27 +95,33 @@ func (r *Registry) supervisorFor(sh *shell) *supervisor {
 	return sup
 }
 
-// admitWait queues one admission and waits for it, or for ctx to end. It
-// reports false when ctx ended first (the waiter left the queue); true when
-// admitted, or when the supervisor is gone (the call runs unadmitted, as R7
-// lets calls of a torn-down scope finish).
-func (sup *supervisor) admitWait(ctx context.Context, parallel bool) bool {
+// admitWait queues one admission and waits for it, or for ctx to end.
+func (sup *supervisor) admitWait(ctx context.Context, parallel bool) admitOutcome {
 	w := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
 	if !sup.post(supOp{w: w}) {
-		return true
+		return admitGone
 	}
 	select {
 	case <-w.Ready:
-		return true
+		return admitted
 	case <-ctx.Done():
 	}
 	if w.Cancel() {
 		sup.kick() // the waiters behind it may fit now
-		return false
+		return admitCancelled
 	}
 	<-w.Ready // admitted as ctx ended: the dispatch sees ctx and aborts
-	return true
+	return admitted
 }
+
+// admitOutcome is how a wait for admission ended.
+type admitOutcome int
+
+const (
+	admitted       admitOutcome = iota // holds a slot, owes a release
+	admitCancelled                     // ctx ended first: left the queue
+	admitGone                          // the supervisor is stopped (scope torn down): runs unadmitted, as R7 lets calls of a torn-down scope finish
+)
 
 // send hands a turn to the supervisor unless it is gone.
 func (sup *supervisor) send(msg any) bool {

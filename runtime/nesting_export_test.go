@@ -1,0 +1,35 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+)
+
+// NestStateForTest describes the nested waiters of reg, for hang reports.
+func NestStateForTest(reg *Registry) string {
+	n := &reg.nest
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var b strings.Builder
+	desc := func(s *execState) string {
+		sh, excl := s.holder()
+		h := "-"
+		if sh != nil {
+			h = fmt.Sprintf("holds %p excl=%v slot=%v", sh, excl, s.holdSlot)
+		}
+		return fmt.Sprintf("%s/%s@%s[%s]", s.callID, s.name, s.agent, h)
+	}
+	for _, w := range n.waiters {
+		fmt.Fprintf(&b, "waiter %s on %p parallel=%v gate=%#x inside=%v\n", desc(w.s), w.sh, w.parallel, uint64(w.sh.gate.Load()), insideOf(w.s, w.sh))
+		for p := w.s.host; p != nil; p = p.host {
+			fmt.Fprintf(&b, "   host %s\n", desc(p))
+		}
+		if w.sh.nest != nil {
+			for _, x := range w.sh.nest.inside {
+				fmt.Fprintf(&b, "   inside holder %s\n", desc(x))
+			}
+			fmt.Fprintf(&b, "   nest excl=%d waiters=%d\n", w.sh.nest.excl, w.sh.nest.waiters)
+		}
+	}
+	return b.String()
+}
