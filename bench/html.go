@@ -14,8 +14,9 @@ import (
 func renderHTML(rep *Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<!doctype html><html><head><meta charset="utf-8"><title>toolscope bench</title>
-<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td:first-child,th:first-child{text-align:left}
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:system-ui,sans-serif;margin:1em;max-width:1100px}table{border-collapse:collapse;font-size:12px}
+td,th{border:1px solid #ccc;padding:3px 4px;text-align:right}td:first-child,th:first-child{text-align:left}
 svg{background:#fafafa;border:1px solid #ddd;margin:.5em 0}.miss{color:#b00;font-weight:bold}.ok{color:#070}</style></head><body>
 <h1>toolscope bench</h1><p>mode %s, %d round(s) &middot; commit <code>%s</code> &middot; %s &middot; %s, %v CPUs &middot; %s</p>`,
 		rep.Mode, rep.Rounds, html.EscapeString(rep.Commit), rep.GoVersion,
@@ -43,8 +44,12 @@ svg{background:#fafafa;border:1px solid #ddd;margin:.5em 0}.miss{color:#b00;font
 
 	b.WriteString("<h2>Scenarios</h2><table><tr><th>scenario</th><th>callers</th><th>calls/s</th><th>ns/call</th><th>p50 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>allocs/call</th><th>B/call</th></tr>")
 	for _, r := range rep.Scenarios {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%.0f</td><td>%.0f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%.0f</td></tr>",
-			r.Name, r.Callers, r.CallsPerSec, r.NsPerCall, r.P50us, r.P99us, r.P999us, r.AllocsPerCall, r.BytesPerCall)
+		allocs, bytes := fmt.Sprintf("%.1f", r.AllocsPerCall), fmt.Sprintf("%.0f", r.BytesPerCall)
+		if r.Group == "reference" {
+			allocs, bytes = "n/a", "n/a" // node: no allocation counts are taken
+		}
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%d</td><td>%.0f</td><td>%.0f</td><td>%.1f</td><td>%.1f</td><td>%.1f</td><td>%s</td><td>%s</td></tr>",
+			r.Name, r.Callers, r.CallsPerSec, r.NsPerCall, r.P50us, r.P99us, r.P999us, allocs, bytes)
 	}
 	b.WriteString("</table><h2>Memory and scope lifecycle</h2><table>")
 	for _, k := range slices.Sorted(mapKeys(rep.Memory)) {
@@ -54,19 +59,51 @@ svg{background:#fafafa;border:1px solid #ddd;margin:.5em 0}.miss{color:#b00;font
 	return b.String()
 }
 
+// The charts are standalone SVG (bench/results/*.svg, shown in the README)
+// and inline in the HTML page. Each has a <title> and a visible title, is
+// at most chartMaxW px wide so that an 800 px window shows it unscaled, and
+// shrinks with its container (viewBox, max-width:100%) when that is
+// narrower. Text sizes are estimated with textWidth to keep every label
+// inside the chart and clear of bars and lines.
+
+const chartMaxW = 760
+
+const chartStyle = `<style>text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif}` +
+	`.title{font-size:15px;font-weight:600}.note{font-size:11px;fill:#555}.axis{font-size:11px;fill:#444}</style>`
+
+// svgOpen starts a chart of w × h px with its accessible title.
+func svgOpen(b *strings.Builder, w, h int, title, desc string) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" style="max-width:100%%;height:auto" font-size="12" role="img">`, w, h, w, h)
+	fmt.Fprintf(b, `<title>%s</title><desc>%s</desc>%s<rect class="bg" width="%d" height="%d" fill="#fafafa"/>`, html.EscapeString(title), html.EscapeString(desc), chartStyle, w, h)
+	fmt.Fprintf(b, `<text class="title" x="8" y="22">%s</text>`, html.EscapeString(title))
+}
+
+// textWidth is a generous estimate of s's width in px at size px in a
+// proportional sans-serif face (DejaVu Sans, the widest of the usual ones,
+// averages about 0.6 em for this kind of text).
+func textWidth(s string, px float64) float64 { return float64(len([]rune(s))) * px * 0.62 }
+
 func ratioChart(rep *Report) string {
 	keys := []string{"bare_vs_eino", "full_vs_eino", "turn16_vs_eino", "tools10k_vs_1", "scopes1k_vs_floor"}
-	const w, rowH, left = 900, 28, 170
-	h := rowH*len(keys) + 40
+	const w, rowH, top, left, fs = chartMaxW, 28, 40, 140, 12
+	// The value text follows the bar or the target line, whichever ends
+	// further right, so the dashed line never crosses it; the widest text
+	// must still fit inside the chart.
+	textRoom := 0.0
+	for _, k := range keys {
+		textRoom = math.Max(textRoom, textWidth(fmt.Sprintf("%.3f (target %s)", rep.Ratios[k], rep.Targets[k]), fs))
+	}
+	plotW := float64(w-left-16) - textRoom - 8
+	h := top + rowH*len(keys) + 44
 	maxV := 2.5
 	for _, k := range keys {
 		maxV = math.Max(maxV, rep.Ratios[k]*1.1)
 	}
-	x := func(v float64) float64 { return left + v/maxV*float64(w-left-120) }
+	x := func(v float64) float64 { return left + v/maxV*plotW }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg width="%d" height="%d" xmlns="http://www.w3.org/2000/svg" font-size="12">`, w, h)
+	svgOpen(&b, w, h, "Ratios against their targets", "Each bar is a ratio of the bench run; the dashed line is its target; green meets it, red misses it.")
 	for i, k := range keys {
-		y := 20 + i*rowH
+		y := top + i*rowH
 		v := rep.Ratios[k]
 		t := rep.Targets[k]
 		ok := verdict(k, v, t) == "ok"
@@ -77,42 +114,53 @@ func ratioChart(rep *Report) string {
 		var lim float64
 		var op string
 		fmt.Sscanf(t, "%s %g", &op, &lim)
-		fmt.Fprintf(&b, `<text x="4" y="%d">%s</text><rect x="%d" y="%d" width="%.1f" height="16" fill="%s"/>`,
-			y+12, k, left, y, x(v)-left, color)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000" stroke-dasharray="3,2"/>`, x(lim), x(lim), y-3, y+19)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.3f (target %s)</text>`, x(v)+6, y+12, v, html.EscapeString(t))
+		fmt.Fprintf(&b, `<text x="8" y="%d">%s</text><rect x="%d" y="%d" width="%.1f" height="16" fill="%s"><title>%s = %.3f</title></rect>`,
+			y+12, k, left, y, x(v)-left, color, k, v)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000" stroke-dasharray="3,2"><title>target %s</title></line>`,
+			x(lim), x(lim), y-3, y+19, html.EscapeString(t))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.3f (target %s)</text>`, math.Max(x(v), x(lim))+6, y+12, v, html.EscapeString(t))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#555">dashed line: target; ratio = toolscope time / peer time, except scopes1k (throughput, higher is better)</text></svg>`, 4, h-6)
+	ny := top + rowH*len(keys) + 6
+	fmt.Fprintf(&b, `<text class="note" x="8" y="%d">dashed line: target · ratio = toolscope time / peer time (lower is better),</text>`, ny+8)
+	fmt.Fprintf(&b, `<text class="note" x="8" y="%d">except scopes1k_vs_floor: a throughput ratio (higher is better)</text></svg>`, ny+24)
 	return b.String()
 }
 
 func latencyChart(rs []Result) string {
-	const w, rowH, left = 1000, 22, 250
-	h := rowH*len(rs) + 50
+	const w, rowH, top, left, right = chartMaxW, 22, 40, 240, 24
+	h := top + rowH*len(rs) + 62
 	lo, hi := 0.1, 10.0
 	for _, r := range rs {
 		hi = math.Max(hi, r.P999us)
 	}
+	hi = math.Pow(10, math.Ceil(math.Log10(hi))) // end on a labelled decade
 	x := func(v float64) float64 {
 		v = math.Max(v, lo)
-		return left + (math.Log10(v)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*float64(w-left-20)
+		return left + (math.Log10(v)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*float64(w-left-right)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg width="%d" height="%d" xmlns="http://www.w3.org/2000/svg" font-size="11">`, w, h)
+	svgOpen(&b, w, h, "Latency percentiles per scenario", "For each scenario, bars to its p50, p99 and p99.9 latency per op (one call, or one whole turn) in microseconds, on a log scale.")
+	axisY := top + rowH*len(rs) + 2
 	for d := lo; d <= hi*1.0001; d *= 10 {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="10" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d">%g</text>`, x(d), x(d), h-30, x(d)-8, h-16, d)
+		anchor := "middle"
+		if x(d)+textWidth(fmt.Sprint(d), 11)/2 > w-4 {
+			anchor = "end"
+		}
+		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#ddd"/><text class="axis" x="%.1f" y="%d" text-anchor="%s">%g</text>`,
+			x(d), x(d), top-4, axisY, x(d), axisY+14, anchor, d)
 	}
 	colors := []string{"#2980b9", "#e67e22", "#c0392b"}
 	for i, r := range rs {
-		y := 14 + i*rowH
-		fmt.Fprintf(&b, `<text x="4" y="%d">%s</text>`, y+10, r.Name)
+		y := top + i*rowH
+		fmt.Fprintf(&b, `<text x="8" y="%d" font-size="11">%s</text>`, y+11, r.Name)
 		for j, v := range []float64{r.P999us, r.P99us, r.P50us} {
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="14" fill="%s"><title>%s %.1f µs</title></rect>`,
-				left, y, x(v)-left, colors[2-j], []string{"p99.9", "p99", "p50"}[j], v)
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="14" fill="%s"><title>%s %s %.1f µs</title></rect>`,
+				left, y, x(v)-left, colors[2-j], r.Name, []string{"p99.9", "p99", "p50"}[j], v)
 		}
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d"><tspan fill="%s">■ p50</tspan> <tspan fill="%s">■ p99</tspan> <tspan fill="%s">■ p99.9</tspan></text></svg>`,
-		left, h-2, colors[0], colors[1], colors[2])
+	fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d" text-anchor="middle">latency per op, µs (log scale)</text>`, left+(w-left-right)/2, axisY+32)
+	fmt.Fprintf(&b, `<text x="8" y="%d"><tspan fill="%s">■ p50</tspan> <tspan fill="%s">■ p99</tspan> <tspan fill="%s">■ p99.9</tspan></text></svg>`,
+		axisY+32, colors[0], colors[1], colors[2])
 	return b.String()
 }
 
@@ -133,30 +181,38 @@ func agentsChart(rs []Result) string {
 		series[s] = append(series[s], pt{float64(r.Callers), r.CallsPerSec})
 		maxV = math.Max(maxV, r.CallsPerSec*1.1)
 	}
-	const w, h, left, bottom = 700, 320, 70, 40
-	x := func(n float64) float64 { return left + (math.Log10(n)-2)/2*float64(w-left-40) }
-	y := func(v float64) float64 { return float64(h-bottom) - v/maxV*float64(h-bottom-20) }
+	const w, h, left, right, top, bottom = 700, 360, 78, 56, 62, 58
+	x := func(n float64) float64 { return left + (math.Log10(n)-2)/2*float64(w-left-right) }
+	y := func(v float64) float64 { return float64(h-bottom) - v/maxV*float64(h-bottom-top) }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg width="%d" height="%d" xmlns="http://www.w3.org/2000/svg" font-size="11">`, w, h)
-	for _, n := range []float64{100, 1000, 10000} {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="20" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d">%g scopes</text>`, x(n), x(n), h-bottom, x(n)-20, h-bottom+15, n)
+	svgOpen(&b, w, h, "Throughput against the number of scopes", "Calls per second of all callers together, closed loop with one caller per scope, for 100, 1000 and 10000 scopes.")
+	colors := map[string]string{"toolscope": "#2980b9", "map+RWMutex, body on a goroutine": "#7f8c8d"}
+	lx := 8.0
+	for _, name := range slices.Sorted(mapKeys(series)) {
+		fmt.Fprintf(&b, `<text x="%.0f" y="42" fill="%s">■ %s</text>`, lx, colors[name], html.EscapeString(name))
+		lx += textWidth("■ "+name, 12) + 18
 	}
+	for _, n := range []float64{100, 1000, 10000} {
+		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#ddd"/><text class="axis" x="%.1f" y="%d" text-anchor="middle">%g</text>`,
+			x(n), x(n), top, h-bottom, x(n), h-bottom+22, n)
+	}
+	fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d" text-anchor="middle">scopes, one caller each (log scale)</text>`, left+(w-left-right)/2, h-bottom+40)
 	for i := 0; i <= 4; i++ {
 		v := maxV * float64(i) / 4
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="4" y="%.1f">%.0fk/s</text>`, left, w-20, y(v), y(v), y(v)+4, v/1e3)
+		fmt.Fprintf(&b, `<line class="grid" x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text class="axis" x="%d" y="%.1f" text-anchor="end">%.0fk</text>`,
+			left, w-right, y(v), y(v), left-6, y(v)+4, v/1e3)
 	}
-	colors := map[string]string{"toolscope": "#2980b9", "map+RWMutex, body on a goroutine": "#7f8c8d"}
-	ly := 30
+	fmt.Fprintf(&b, `<text class="axis" transform="translate(16 %d) rotate(-90)" text-anchor="middle">calls per second (thousands)</text>`, top+(h-bottom-top)/2)
 	for _, name := range slices.Sorted(mapKeys(series)) {
 		pts := series[name]
 		var path []string
 		for _, p := range pts {
 			path = append(path, fmt.Sprintf("%.1f,%.1f", x(p.n), y(p.v)))
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%.0f calls/s</title></circle>`, x(p.n), y(p.v), colors[name], p.v)
 		}
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`, strings.Join(path, " "), colors[name])
-		fmt.Fprintf(&b, `<text x="%d" y="%d" fill="%s">■ %s</text>`, w-260, ly, colors[name], name)
-		ly += 16
+		for _, p := range pts {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s, %g scopes: %.0f calls/s</title></circle>`, x(p.n), y(p.v), colors[name], html.EscapeString(name), p.n, p.v)
+		}
 	}
 	b.WriteString("</svg>")
 	return b.String()

@@ -93,8 +93,8 @@ func TestGoldenSummary(t *testing.T) {
 		t.Errorf("timeline has %d bars, want %d", n, sum.Total.Calls)
 	}
 	for _, a := range sum.Agents {
-		if a.Depth == 0 && !strings.Contains(page, ">"+a.Agent+"<tspan") {
-			t.Errorf("timeline has no lane for %s", a.Agent)
+		if n := strings.Count(page, `<span class="k">`+a.Agent+`</span>`); n != 1 {
+			t.Errorf("timeline has %d lanes named %s, want 1", n, a.Agent)
 		}
 	}
 	for _, bad := range []string{"<script src", "<link", "@import", "https://fonts", "url("} {

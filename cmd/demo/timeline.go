@@ -1,27 +1,53 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
-	"html"
+	"html/template"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolscope/toolscope/messages"
 )
 
-// The timeline is one self-contained HTML file: inline CSS, one inline SVG
-// drawn from the execution events, and a few lines of JS for the hover
-// card. Nothing is fetched.
+// The timeline is one self-contained HTML file built with html/template
+// from timeline.html.tmpl: inline CSS, one inline SVG per lane drawn from
+// the execution events, and a few lines of JS for the hover card. Nothing
+// is fetched.
+//
+// The page follows the window: lane names sit in a fixed column and every
+// position in a lane's SVG is a percentage of the plot's width, so the
+// bars stretch while the text keeps its size. Which labels are drawn is
+// decided here, for the narrowest plot the page lays out without scrolling
+// (tlMinPlotW, an 800 px window): a label that fits there fits at any
+// wider width, because gaps grow with the width and text does not.
+
+//go:embed timeline.html.tmpl
+var timelineTemplate string
+
+var timelineTmpl = template.Must(template.New("timeline").Funcs(template.FuncMap{
+	"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 3, 64) + "%" },
+	"num": func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+}).Parse(timelineTemplate))
 
 const (
-	tlLabelW = 200
-	tlPlotW  = 1120
-	tlAxisH  = 34
-	tlRowH   = 15
-	tlPad    = 7
-	tlMinW   = 3.0 // px, so instant calls (denials) stay visible
+	tlMinPlotW = 540.0 // px: the plot's min-width in the CSS
+	tlHeadH    = 16    // px: the strip of turn labels at the top of a lane
+	tlRowH     = 19    // px per row of bars
+	tlBarH     = 15    // px: a bar's height
+	tlPad      = 4     // px below the last row
+	tlMinW     = 3.0   // px, so instant calls (denials) stay visible
+	tlGap      = 3.0   // px between a bar and a label beside it
+
+	// Text widths are estimated from the monospace fonts' advance (about
+	// 0.6 em; 0.62 leaves a margin) at the sizes in the CSS.
+	tlBarFont  = 11.0 // .bt
+	tlTurnFont = 10.5 // .tlabel
+	tlTickFont = 11.0 // .tick
+	tlEm       = 0.62
 )
 
 const (
@@ -54,11 +80,112 @@ func modeName(m messages.ExecutionMode) string {
 	return "unclassified"
 }
 
-func writeTimeline(name string, plan *Plan, sum *Summary, calls []callRecord) error {
-	return os.WriteFile(name, []byte(renderTimeline(plan, sum, calls)), 0o644)
+// textW estimates the width in px of s at font size px.
+func textW(s string, px float64) float64 {
+	return float64(len([]rune(s))) * px * tlEm
 }
 
-func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) string {
+// tlPage is what timeline.html.tmpl renders.
+type tlPage struct {
+	Title, Sub string
+	Colors     map[string]string
+	MinPlotW   int
+	Ticks      []tlTick
+	Lanes      []tlLane
+	Rows       []tlRow
+	Footer     string
+}
+
+// tlTick is one axis tick; X is a fraction of the plot's width.
+type tlTick struct {
+	X      float64
+	Label  string // "" draws the grid line only
+	Anchor string
+}
+
+// tlLane is one agent scope.
+type tlLane struct {
+	Name     string // unique among the lanes
+	Depth    int
+	Calls    int
+	H        int // px
+	BandH    int // px: a turn band's height
+	Head     int // px: where bars (and barriers) begin
+	Alt      bool
+	Turns    []tlTurn
+	Barriers []float64
+	Bars     []tlBar
+	Ticks    []tlTick
+}
+
+// tlTurn is one turn's band; X and W are fractions of the plot's width.
+type tlTurn struct {
+	X, W  float64
+	ID    string
+	Label string // "" when it does not fit
+}
+
+// tlBar is one call.
+type tlBar struct {
+	Class, Color string
+	X, W         float64 // the run, as fractions of the plot's width
+	WaitX, WaitW float64 // the wait to commit in model order (WaitW 0: none)
+	Narrow       bool    // the run is under tlMinW px: draw a tlMinW px bar too
+	Y, WaitY     int
+	Tip, Aria    string
+	Texts        []tlText
+}
+
+// tlText is a label at X (a fraction of the plot) plus DX px.
+type tlText struct {
+	Class string
+	X, DX float64
+	Y     float64
+	S     string
+}
+
+// tlRow is one row of the summary table.
+type tlRow struct {
+	Name                                   string
+	Depth                                  int
+	Total                                  bool
+	Calls, Parallel, Exclusive, OK, Denied int
+	Failed, Serial, Wall, Saved            string
+}
+
+func writeTimeline(name string, plan *Plan, sum *Summary, calls []callRecord) error {
+	s, err := renderTimeline(plan, sum, calls)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(name, []byte(s), 0o644)
+}
+
+func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) (string, error) {
+	var sb strings.Builder
+	if err := timelineTmpl.Execute(&sb, timelinePage(plan, sum, calls)); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
+}
+
+// laneNames returns a unique name per agent: its key, suffixed with #i
+// (its index in the plan) when an earlier lane has the same key.
+func laneNames(agents []*agentPlan) []string {
+	seen := map[string]bool{}
+	names := make([]string, len(agents))
+	for i, a := range agents {
+		n := a.Key
+		if seen[n] {
+			n = fmt.Sprintf("%s #%d", a.Key, i+1)
+		}
+		seen[n] = true
+		names[i] = n
+	}
+	return names
+}
+
+func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 	var t0, t1 int64
 	for i, c := range calls {
 		if i == 0 || c.Start < t0 {
@@ -69,19 +196,47 @@ func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) string {
 		}
 	}
 	span := max(t1-t0, int64(time.Millisecond))
-	x := func(ns int64) float64 { return tlLabelW + float64(ns-t0)/float64(span)*tlPlotW }
+	frac := func(ns int64) float64 { return float64(ns-t0) / float64(span) }
+	px := func(ns int64) float64 { return frac(ns) * tlMinPlotW }
+
+	page := &tlPage{
+		Title: fmt.Sprintf("toolscope · %d agents, %d calls, %d turns", len(plan.Agents), sum.Total.Calls, sum.Turns),
+		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents indented) · one bar per call from the ExecutionStarted/ExecutionFinished events · parallel dispatch saved %s of %s tool time · hover a bar for tool, arguments and outcome",
+			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial)),
+		Colors:   map[string]string{"parallel": colParallel, "exclusive": colExclusive, "denied": colDenied, "failed": colFailed},
+		MinPlotW: int(tlMinPlotW),
+	}
+
+	// Axis with round-millisecond ticks; a label is dropped where it would
+	// touch its neighbour or leave the plot at the narrowest width.
+	step := niceStep(time.Duration(span) / 10)
+	prevR := -1e9
+	var grid []tlTick
+	for tk := time.Duration(0); tk <= time.Duration(span); tk += step {
+		f := frac(t0 + int64(tk))
+		lab, anchor := ms(tk), "middle"
+		w := textW(lab, tlTickFont)
+		l, r := f*tlMinPlotW-w/2, f*tlMinPlotW+w/2
+		switch {
+		case l < 0:
+			anchor, l, r = "start", f*tlMinPlotW, f*tlMinPlotW+w
+		case r > tlMinPlotW:
+			anchor, l, r = "end", f*tlMinPlotW-w, f*tlMinPlotW
+		}
+		if l < prevR+6 {
+			lab = ""
+		} else {
+			prevR = r
+		}
+		page.Ticks = append(page.Ticks, tlTick{X: f, Label: lab, Anchor: anchor})
+		grid = append(grid, tlTick{X: f})
+	}
 
 	byAgent := map[string][]callRecord{}
 	for _, c := range calls {
 		byAgent[c.Agent] = append(byAgent[c.Agent], c)
 	}
-
-	var body strings.Builder
-	y := float64(tlAxisH)
-	type laneGeom struct {
-		y, h float64
-	}
-	lanes := make([]laneGeom, 0, len(plan.Agents))
+	names := laneNames(plan.Agents)
 	for li, a := range plan.Agents {
 		cs := byAgent[a.Key]
 		sort.Slice(cs, func(i, j int) bool {
@@ -90,11 +245,14 @@ func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) string {
 			}
 			return cs[i].CallID < cs[j].CallID
 		})
-		// Pack overlapping bars into rows (in pixels, so instant bars too).
+		lane := tlLane{Name: names[li], Depth: a.Depth, Calls: len(cs), Alt: li%2 == 1, Ticks: grid}
+
+		// Pack overlapping bars into rows (in px at the narrowest width, so
+		// instant bars too).
 		var rowEnd []float64
 		rows := make([]int, len(cs))
 		for i, c := range cs {
-			x0, x1 := x(c.Start), max(x(c.End), x(c.Start)+tlMinW)
+			x0, x1 := px(c.Start), max(px(c.End), px(c.Start)+tlMinW)
 			r := 0
 			for r < len(rowEnd) && rowEnd[r] > x0-1 {
 				r++
@@ -105,23 +263,21 @@ func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) string {
 			rowEnd[r] = x1
 			rows[i] = r
 		}
-		h := float64(max(1, len(rowEnd)))*tlRowH + 2*tlPad
-		lanes = append(lanes, laneGeom{y, h})
-		shade := "#f8fafc"
-		if li%2 == 1 {
-			shade = "#f1f5f9"
+		lane.H = tlHeadH + max(1, len(rowEnd))*tlRowH + tlPad
+		lane.BandH, lane.Head = lane.H-2, tlHeadH
+		// nextInRow[i] is where the next bar of i's row starts (px).
+		nextInRow := make([]float64, len(cs))
+		last := map[int]int{}
+		for i := range cs {
+			nextInRow[i] = tlMinPlotW
+			if j, ok := last[rows[i]]; ok {
+				nextInRow[j] = px(cs[i].Start)
+			}
+			last[rows[i]] = i
 		}
-		fmt.Fprintf(&body, `<rect x="0" y="%.1f" width="%d" height="%.1f" fill="%s"/>`+"\n", y, tlLabelW+tlPlotW+10, h, shade)
-		label := a.Key
-		cls := "lane"
-		if a.Depth > 0 {
-			label = strings.Repeat("   ", a.Depth) + "└ " + a.Role
-			cls = "lane sub"
-		}
-		fmt.Fprintf(&body, `<text class="%s" x="10" y="%.1f">%s<tspan class="n"> %d calls</tspan></text>`+"\n",
-			cls, y+h/2+4, html.EscapeString(label), len(cs))
 
-		// Turn bands: each turn's extent, labelled.
+		// Turn bands: each turn's extent, labelled in the strip on top
+		// where the label fits inside the band.
 		type ext struct{ a, b int64 }
 		turns := map[string]*ext{}
 		var order []string
@@ -134,28 +290,41 @@ func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) string {
 			}
 			e.a, e.b = min(e.a, c.Start), max(e.b, c.End)
 		}
-		for _, id := range order {
+		sort.SliceStable(order, func(i, j int) bool { return turns[order[i]].a < turns[order[j]].a })
+		for i, id := range order {
 			e := turns[id]
+			t := tlTurn{X: frac(e.a), W: frac(e.b) - frac(e.a), ID: id}
 			short := id[strings.LastIndex(id, "/")+1:]
-			fmt.Fprintf(&body, `<rect class="turn" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>turn %s</title></rect>`+"\n",
-				x(e.a), y+2, max(x(e.b)-x(e.a), tlMinW), h-4, html.EscapeString(id))
-			fmt.Fprintf(&body, `<text class="tlabel" x="%.1f" y="%.1f">%s</text>`+"\n", x(e.a)+2, y+9, html.EscapeString(short))
+			limit := px(e.b)
+			if i+1 < len(order) {
+				limit = min(limit, px(turns[order[i+1]].a))
+			}
+			if px(e.a)+3+textW(short, tlTurnFont)+2 <= limit {
+				t.Label = short
+			}
+			lane.Turns = append(lane.Turns, t)
 		}
+
 		// Barriers: an exclusive call runs alone, so its edges are
 		// barriers for the whole lane.
 		for _, c := range cs {
 			if c.Mode != messages.ModeExclusive || c.Code == messages.OutcomeDenied || c.End-c.Start < int64(time.Millisecond) {
 				continue
 			}
-			for _, bx := range []float64{x(c.Start), x(c.End)} {
-				fmt.Fprintf(&body, `<line class="barrier" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`+"\n", bx, bx, y+1, y+h-1)
-			}
+			lane.Barriers = append(lane.Barriers, frac(c.Start), frac(c.End))
 		}
+		// barrierIn reports whether a barrier lies in the open span (a, b) px.
+		barrierIn := func(a, b float64) bool {
+			for _, f := range lane.Barriers {
+				if x := f * tlMinPlotW; x > a-1 && x < b+1 {
+					return true
+				}
+			}
+			return false
+		}
+
 		for i, c := range cs {
 			class, color, outcome := barClass(c)
-			x0 := x(c.Start)
-			w := max(x(c.end())-x0, tlMinW)
-			by := y + tlPad + float64(rows[i])*tlRowH
 			ran := time.Duration(c.end() - c.Start).Round(100 * time.Microsecond)
 			timing := "ran " + ran.String()
 			if wait := time.Duration(c.End - c.end()); wait >= 500*time.Microsecond {
@@ -165,104 +334,69 @@ func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) string {
 			if len(msg) > 160 {
 				msg = msg[:160] + "…"
 			}
-			tip := fmt.Sprintf("%s · %s  [%s]\nargs: %s\noutcome: %s\n%s · %s · turn %s, group %d\nresult: %s",
-				c.Tool, c.Agent, c.CallID, c.Args, outcome, timing, modeName(c.Mode), c.Turn, c.Group, msg)
-			fmt.Fprintf(&body, `<g class="bar %s" data-tip="%s">`, class, html.EscapeString(tip))
-			if tail := x(c.End) - (x0 + w); tail > 0.5 {
-				fmt.Fprintf(&body, `<rect class="wait" x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"/>`,
-					x0+w, by+1+(tlRowH-3)/2.0-1.5, tail, 3, color)
+			b := tlBar{
+				Class: class, Color: color,
+				X: frac(c.Start), W: frac(c.end()) - frac(c.Start),
+				Narrow: px(c.end())-px(c.Start) < tlMinW,
+				Y:      tlHeadH + rows[i]*tlRowH + 2,
+				Tip: fmt.Sprintf("%s · %s  [%s]\nargs: %s\noutcome: %s\n%s · %s · turn %s, group %d\nresult: %s",
+					c.Tool, c.Agent, c.CallID, c.Args, outcome, timing, modeName(c.Mode), c.Turn, c.Group, msg),
+				Aria: fmt.Sprintf("%s, %s, %s, %s, call %s", c.Tool, outcome, modeName(c.Mode), timing, c.CallID),
 			}
-			fmt.Fprintf(&body, `<rect x="%.1f" y="%.1f" width="%.1f" height="%d" rx="2" fill="%s"/>`, x0, by+1, w, tlRowH-3, color)
-			if w > float64(len(c.Tool))*6+6 {
-				fmt.Fprintf(&body, `<text class="bt" x="%.1f" y="%.1f">%s</text>`, x0+3, by+tlRowH-5, html.EscapeString(c.Tool))
+			if tail := px(c.End) - px(c.end()); tail > 0.5 {
+				b.WaitX, b.WaitW = frac(c.end()), frac(c.End)-frac(c.end())
 			}
+			b.WaitY = b.Y + (tlBarH-3)/2
+			baseline := float64(b.Y) + 11.5
+			// The tool's name goes inside the bar where it fits, else
+			// beside it where the row is free up to the next bar, barrier
+			// or the end of the turn; an interrupted call also says so.
+			x0, runEnd := px(c.Start), max(px(c.end()), px(c.Start)+tlMinW)
+			inside := c.Code != "ABORTED" && x0+tlGap+textW(c.Tool, tlBarFont)+tlGap <= runEnd && !barrierIn(x0+tlGap, x0+tlGap+textW(c.Tool, tlBarFont))
+			if inside {
+				b.Texts = append(b.Texts, tlText{Class: "bt in", X: b.X, DX: tlGap, Y: baseline, S: c.Tool})
+			}
+			beside, cls := c.Tool, "bt out"
 			if c.Code == "ABORTED" {
-				fmt.Fprintf(&body, `<text class="x" x="%.1f" y="%.1f">✕ Ctrl-C</text>`, x(c.End)+3, by+tlRowH-4)
+				beside, cls = c.Tool+" ✕ Ctrl-C", "bt x"
 			}
-			fmt.Fprintf(&body, `<title>%s</title></g>`+"\n", html.EscapeString(tip))
+			if !inside || c.Code == "ABORTED" {
+				dx := tlGap
+				if px(c.End)-x0 < tlMinW {
+					dx += tlMinW
+				}
+				start := px(c.End) + dx
+				limit := min(nextInRow[i], px(turns[c.Turn].b)+0.01) - 2
+				if c.Code == "ABORTED" {
+					limit = nextInRow[i] - 2 // the turn ends with the interrupted call
+				}
+				if start+textW(beside, tlBarFont) <= limit && !barrierIn(start, start+textW(beside, tlBarFont)) {
+					b.Texts = append(b.Texts, tlText{Class: cls, X: frac(c.End), DX: dx, Y: baseline, S: beside})
+				}
+			}
+			lane.Bars = append(lane.Bars, b)
 		}
-		y += h
-	}
-	height := y + 8
-
-	// Axis with round-millisecond ticks.
-	var axis strings.Builder
-	step := niceStep(time.Duration(span) / 10)
-	for tk := time.Duration(0); tk <= time.Duration(span); tk += step {
-		tx := x(t0 + int64(tk))
-		fmt.Fprintf(&axis, `<line class="grid" x1="%.1f" x2="%.1f" y1="%d" y2="%.1f"/>`, tx, tx, tlAxisH-6, height-8)
-		fmt.Fprintf(&axis, `<text class="tick" x="%.1f" y="%d">%s</text>`+"\n", tx, tlAxisH-10, ms(tk))
+		page.Lanes = append(page.Lanes, lane)
 	}
 
-	var table strings.Builder
-	sum.WriteTable(&table, true)
-
-	var sb strings.Builder
-	sb.WriteString(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<title>toolscope demo timeline</title>
-<style>
-body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#0f172a;background:#fff}
-h1{font-size:20px;margin:0 0 4px}
-p.sub{margin:0 0 14px;color:#475569}
-.legend span{display:inline-block;margin-right:18px;font-size:13px}
-.legend i{display:inline-block;width:22px;height:11px;border-radius:2px;margin-right:6px;vertical-align:-1px}
-.legend i.bar{border-left:2px dashed #7c3aed;border-right:2px dashed #7c3aed;width:14px;background:none;border-radius:0}
-svg{display:block;margin-top:10px;border:1px solid #e2e8f0;border-radius:6px}
-text{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.lane{font-size:13px;font-weight:600;fill:#0f172a}
-.lane.sub{font-weight:500;fill:#334155}
-.lane .n{font-weight:400;fill:#94a3b8;font-size:11px}
-.tick{font-size:11px;fill:#64748b;text-anchor:middle}
-.grid{stroke:#e2e8f0;stroke-width:1}
-.turn{fill:#ffffff;fill-opacity:.75;stroke:#cbd5e1;stroke-width:1;rx:4}
-.tlabel{font-size:8px;fill:#94a3b8}
-.barrier{stroke:#7c3aed;stroke-width:1.2;stroke-dasharray:3 2;opacity:.7}
-.bt{font-size:9.5px;fill:#fff;pointer-events:none}
-.x{font-size:10px;fill:#dc2626;font-weight:700}
-.bar{cursor:pointer}
-.bar:hover rect{stroke:#0f172a;stroke-width:1.5}
-.wait{opacity:.35}
-.bar.denied rect{stroke:#b45309;stroke-width:1}
-#tip{position:fixed;display:none;max-width:520px;white-space:pre-wrap;background:#0f172a;color:#f8fafc;font:12px/1.45 ui-monospace,Menlo,Consolas,monospace;padding:8px 10px;border-radius:6px;pointer-events:none;box-shadow:0 4px 14px rgba(0,0,0,.25)}
-pre{background:#f8fafc;border:1px solid #e2e8f0;border-radius:6px;padding:12px;font-size:12px;overflow:auto}
-</style></head><body>
-`)
-	fmt.Fprintf(&sb, "<h1>toolscope · %d agents, %d calls, %d turns</h1>\n", len(plan.Agents), sum.Total.Calls, sum.Turns)
-	fmt.Fprintf(&sb, `<p class="sub">seed %d · one lane per agent scope (sub-agents indented) · one bar per call from the ExecutionStarted/ExecutionFinished events · parallel dispatch saved %s of %s tool time · hover a bar for tool, arguments and outcome</p>`+"\n",
-		plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial))
-	fmt.Fprintf(&sb, `<div class="legend"><span><i style="background:%s"></i>parallel</span><span><i style="background:%s"></i>exclusive</span><span><i style="background:%s"></i>denied (guard, approver)</span><span><i style="background:%s"></i>failed (by code)</span><span><i class="bar"></i>barrier (exclusive call runs alone)</span><span><i style="background:%s;height:3px;opacity:.5;vertical-align:3px"></i>done, waiting to commit in model order</span></div>`+"\n",
-		colParallel, colExclusive, colDenied, colFailed, colParallel)
-	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f">`+"\n",
-		tlLabelW+tlPlotW+20, height, tlLabelW+tlPlotW+20, height)
-	sb.WriteString(body.String())
-	sb.WriteString(axis.String())
-	for _, l := range lanes {
-		fmt.Fprintf(&sb, `<line x1="0" x2="%d" y1="%.1f" y2="%.1f" stroke="#e2e8f0"/>`, tlLabelW+tlPlotW+20, l.y, l.y)
+	for i, a := range sum.Agents {
+		name := a.Agent
+		if i < len(names) && plan.Agents[i].Key == a.Agent {
+			name = names[i]
+		}
+		page.Rows = append(page.Rows, summaryRow(name, a))
 	}
-	sb.WriteString("</svg>\n<pre>")
-	sb.WriteString(html.EscapeString(table.String()))
-	sb.WriteString(`</pre>
-<div id="tip"></div>
-<script>
-(function(){
-  var tip=document.getElementById('tip');
-  document.querySelectorAll('.bar').forEach(function(g){
-    var t=g.querySelector('title'); if(t){g.removeChild(t);}
-    g.addEventListener('mousemove',function(e){
-      tip.textContent=g.getAttribute('data-tip');tip.style.display='block';
-      var x=e.clientX+14,y=e.clientY+14;
-      if(x+tip.offsetWidth>innerWidth-8){x=e.clientX-tip.offsetWidth-14;}
-      if(y+tip.offsetHeight>innerHeight-8){y=e.clientY-tip.offsetHeight-14;}
-      tip.style.left=x+'px';tip.style.top=y+'px';
-    });
-    g.addEventListener('mouseleave',function(){tip.style.display='none';});
-  });
-})();
-</script>
-</body></html>
-`)
-	return sb.String()
+	tot := summaryRow("total", sum.Total)
+	tot.Total = true
+	page.Rows = append(page.Rows, tot)
+	page.Footer = fmt.Sprintf("%d turns (%d cancelled by the user, %d of their calls never dispatched) · %d secrets redacted · approver: %d allowed, %d rejected · %d calls in %s",
+		sum.Turns, sum.Cancelled, sum.NeverStarted, sum.Redacted, sum.Approved, sum.Rejected, sum.Total.Calls, ms(sum.Elapsed))
+	return page
+}
+
+func summaryRow(name string, a AgentStats) tlRow {
+	return tlRow{Name: name, Depth: a.Depth, Calls: a.Calls, Parallel: a.Parallel, Exclusive: a.Exclusive, OK: a.OK, Denied: a.Denied,
+		Failed: failedText(a.Failed), Serial: ms(a.Serial), Wall: ms(a.Wall), Saved: savedText(a)}
 }
 
 func niceStep(d time.Duration) time.Duration {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# pagecheck.sh checks the pictures in headless Chromium (Debian's chromium
+# package, installed here when missing): timeline.html at 8 lanes, at the
+# most the demo runs (11 lanes, 20 turns) and at 50 lanes (rendered by a
+# cmd/demo test), and the bench SVGs and HTML pages as committed. Each must
+# render, keep every label inside its box at 800 and 1280 px, and load
+# nothing from outside (see .ci/pagecheck/main.go). The checker's own tests
+# first prove that each rule fails on a page that breaks it. It also fails
+# when bench/results/*.svg and *.html are stale against the saved JSON.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+t0=$SECONDS
+
+if ! command -v chromium >/dev/null 2>&1; then
+	echo "    installing chromium"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq </dev/null >/dev/null
+	apt-get install -y -qq --no-install-recommends chromium </dev/null >/dev/null
+fi
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/pagecheck.XXXXXX")
+mkdir -p "$out/lanes8" "$out/lanes11" "$out/lanes50" "$out/bench"
+
+echo "    rendering the pages"
+go run ./cmd/demo -agents 6 -turns 3 -out "$out/lanes8" >/dev/null   # 8 lanes (sub-agents included)
+go run ./cmd/demo -agents 7 -turns 20 -out "$out/lanes11" >/dev/null # the demo's maximum
+TIMELINE_OUT="$out/lanes50" go test -count=1 -run '^TestTimelineManyAgents$' ./cmd/demo >/dev/null
+
+# The committed bench pictures must be what the saved JSON renders to.
+(cd bench && go run . -from results/full.json -html "$out/bench/full.html" -svg "$out/bench" >/dev/null &&
+	go run . -from results/quick.json -html "$out/bench/quick.html" >/dev/null)
+for f in ratios.svg latency.svg agents.svg full.html quick.html; do
+	if ! cmp -s "$out/bench/$f" "bench/results/$f"; then
+		echo "bench/results/$f is stale: re-render it with (cd bench && go run . -from results/full.json -html results/full.html -svg results && go run . -from results/quick.json -html results/quick.html)" >&2
+		exit 1
+	fi
+done
+
+echo "    checker self-test"
+(cd .ci/pagecheck && go vet . && PAGECHECK_REQUIRE=1 go test -count=1 .)
+
+echo "    checking the pages"
+(cd .ci/pagecheck && go run . -shots "$out/shots" \
+	"$out/lanes8/timeline.html" "$out/lanes11/timeline.html" "$out/lanes50/timeline-50.html" \
+	"$root"/bench/results/{ratios,latency,agents}.svg "$root"/bench/results/{full,quick}.html)
+
+rm -rf "$out"
+echo "    pagecheck: $((SECONDS - t0)) s"

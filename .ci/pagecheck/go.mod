@@ -1,0 +1,3 @@
+module pagecheck
+
+go 1.26
