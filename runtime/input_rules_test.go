@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,4 +31,29 @@ func TestProtocol_ResultFromProtoNilIsEmpty(t *testing.T) {
 	assert.Empty(t, r.AdditionalContexts())
 	assert.False(t, r.ConcludesTurn())
 	assert.Equal(t, empty.Proto().String(), r.Proto().String())
+}
+
+// TestSchemas_R31_ModelFacingJSONNames: a ToolSchema marshals with the
+// names every model API uses and round-trips, Parameters included.
+func TestSchemas_R31_ModelFacingJSONNames(t *testing.T) {
+	reg, err := runtime.New()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	_, err = reg.Global().Register(runtime.Definition{
+		Name:        "read",
+		Description: "reads a file",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+		Output:      &runtime.Output{Schema: map[string]any{}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Execute:     func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil },
+	})
+	require.NoError(t, err)
+	ss, err := reg.Schemas("")
+	require.NoError(t, err)
+	b, err := json.Marshal(ss)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"name":"read","description":"reads a file","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}]`, string(b))
+
+	var back []runtime.ToolSchema
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, ss, back)
 }

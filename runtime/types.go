@@ -112,10 +112,11 @@ type Restriction struct {
 	Deny  []string
 }
 
-// ToolSchema is the model-facing projection of a tool (R31).
+// ToolSchema is the model-facing projection of a tool (R31). It marshals
+// with the field names model APIs use: {"name","description","parameters"}.
 type ToolSchema struct {
-	Name        string
-	Description string
+	Name        string `json:"name"`
+	Description string `json:"description"`
 	// Parameters is a fresh copy of the parameter schema as JSON.
-	Parameters json.RawMessage
+	Parameters json.RawMessage `json:"parameters"`
 }
