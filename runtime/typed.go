@@ -261,7 +261,11 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		}
 		b, err := json.Marshal(out)
 		if err != nil {
-			return nil, fmt.Errorf("tool %q: encoding output: %w", name, err)
+			// R62 step 1: a value that cannot be snapshotted as JSON (NaN,
+			// ±Inf, a func or chan field, a failing MarshalJSON) is the
+			// INVALID_TOOL_OUTPUT "value is not lossless JSON" a raw tool
+			// gets for the same value, not a body error.
+			return notLosslessValue{}, nil
 		}
 		return json.RawMessage(b), nil
 	}
