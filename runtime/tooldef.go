@@ -312,18 +312,14 @@ func (p *panicValue) Error() string { return messageOf(p.v) }
 func messageOf(v any) (msg string) {
 	switch x := v.(type) {
 	case error:
-		defer func() {
-			if recover() != nil {
-				msg = "<unprintable thrown value>"
-			}
-		}()
-		return x.Error()
+		msg, _ = errorText(x)
+		return msg
 	case string:
 		return x
 	default:
 		defer func() {
 			if recover() != nil {
-				msg = "<unprintable thrown value>"
+				msg = unprintableMessage
 			}
 		}()
 		return fmt.Sprint(v)
