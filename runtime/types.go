@@ -35,6 +35,9 @@ type Definition struct {
 	// exactly (true, nil) without panicking (R36).
 	IsConcurrencySafe func(args json.RawMessage) (bool, error)
 	// Presenters is stored and returned by Get, never called (R10, R108).
+	// Register and Get deep-copy it (R18, R30): maps and slices of any type,
+	// recursively; pointers, structs and funcs are kept as they are, so what
+	// they refer to is shared.
 	Presenters any
 
 	typed *typedInfo // set by NewTool
