@@ -17,7 +17,9 @@ import (
 //   - nil, bool, string (invalid UTF-8 becomes U+FFFD);
 //   - float64 that is finite and not negative zero;
 //   - json.Number holding a valid JSON number literal that does not denote
-//     negative zero ("-0", "-0.0e3", …); the literal is kept verbatim;
+//     negative zero ("-0", "-0.0e3", …) and whose float64 rounding is
+//     neither ±Inf ("1e999", "2e308") nor −0 ("-1e-400"); the literal is
+//     kept verbatim;
 //   - the predeclared integer types (int, int8…int64, uint, uint8…uint64,
 //     uintptr);
 //   - []any and map[string]any, nested to at most MaxDepth levels, without
@@ -27,7 +29,7 @@ import (
 //     allowed; nil or empty is rejected). Its key order is kept, it is
 //     compacted, its strings are re-escaped canonically, and duplicate keys
 //     are resolved as JSON.parse does (first position, last value).
-//     Negative-zero literals inside it are rejected.
+//     Number literals inside it are held to the json.Number rule above.
 //
 // Everything else is rejected with an error wrapping ErrNotLossless: NaN,
 // ±Inf, negative zero, cycles, and every other Go type, including named
@@ -134,12 +136,12 @@ func (e *encoder) encode(v any, depth int) error {
 		}
 		e.buf = appendFloat(e.buf, x)
 	case json.Number:
-		ok, nz := numberLiteral(x)
+		ok, lossy := numberLiteral(x)
 		if !ok {
 			return notLossless("invalid json.Number %q", string(x))
 		}
-		if nz {
-			return errNegZero
+		if lossy {
+			return errLossyNumber
 		}
 		e.buf = append(e.buf, x...)
 	case int:
@@ -430,12 +432,12 @@ func compact(dst, src []byte, depth int, emit bool) (out []byte, dup bool, err e
 				}
 				i += len(lit)
 			default:
-				end, nz, ok := scanNumber(src, i)
+				end, lossy, ok := scanNumber(src, i)
 				if !ok {
 					return dst, false, errSyntax
 				}
-				if nz {
-					return dst, false, errNegZero
+				if lossy {
+					return dst, false, errLossyNumber
 				}
 				if emit {
 					dst = append(dst, src[i:end]...)

@@ -33,5 +33,8 @@ func notLossless(format string, args ...any) error {
 var (
 	errSyntax  = notLossless("malformed JSON text")
 	errNegZero = notLossless("negative zero")
-	errCycle   = notLossless("value contains a cycle")
+	// errLossyNumber is a number literal that denotes −0 or whose float64
+	// rounding is ±Inf or −0 (SPEC R47 applies to the value it denotes).
+	errLossyNumber = notLossless("number literal that is −0, or ±Inf or −0 as a float64")
+	errCycle       = notLossless("value contains a cycle")
 )

@@ -41,7 +41,7 @@ const (
 	fStr                         // s holds the decoded string / number literal
 	fKey                         // k holds the decoded member key
 	fNonFinite                   // number: NaN or ±Inf
-	fNegZero                     // number: negative zero
+	fNegZero                     // number: negative zero, or a literal that is ±Inf or −0 as a float64
 )
 
 type tnode struct {
@@ -157,9 +157,10 @@ func (t *tape) numIs(i int32, lit string) bool {
 	return numEqual(t.src[n.off:n.end], lit)
 }
 
-// parse fills the tape from JSON text nested at depth. Negative-zero
-// literals are accepted and flagged fBad|fNegZero; everything else that
-// Valid rejects is an error. It is iterative.
+// parse fills the tape from JSON text nested at depth. Number literals
+// outside the lossless set (−0, or ±Inf or −0 as a float64) are accepted
+// and flagged fBad|fNegZero; everything else that Valid rejects is an
+// error. It is iterative.
 func (t *tape) parse(src []byte, depth int) error {
 	if len(src) > math.MaxInt32 {
 		return notLossless("JSON text larger than 2 GiB")
@@ -239,13 +240,13 @@ func (t *tape) parse(src []byte, depth int) error {
 				nd.kind = kind
 				i += len(lit)
 			default:
-				end, nz, ok := scanNumber(src, i)
+				end, lossy, ok := scanNumber(src, i)
 				if !ok {
 					return errSyntax
 				}
 				nd.kind = vNumber
 				nd.off, nd.end = int32(i), int32(end)
-				if nz {
+				if lossy {
 					nd.flags |= fBad | fNegZero
 					if len(stack) > 0 {
 						t.nodes[stack[len(stack)-1]].flags |= fBad
@@ -354,10 +355,10 @@ func (t *tape) add(v any, key string, hasKey bool, depth int) error {
 			number(string(appendFloat(nil, x)), 0)
 		}
 	case json.Number:
-		switch ok, nz := numberLiteral(x); {
+		switch ok, lossy := numberLiteral(x); {
 		case !ok:
 			nd.kind, nd.flags = vInvalid, nd.flags|fBad
-		case nz:
+		case lossy:
 			number(string(x), fBad|fNegZero)
 		default:
 			number(string(x), 0)
