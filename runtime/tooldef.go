@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -51,10 +52,7 @@ func newToolDef(def Definition) (*toolDef, error) {
 		if schema, violations = jsonv.CompileSchema(def.Output.Schema); len(violations) > 0 {
 			return nil, unsupportedSchema(violations)
 		}
-		var err error
-		if outJSON, err = jsonv.Encode(def.Output.Schema); err != nil {
-			return nil, unsupportedSchema([]string{"schema must be a schema object"})
-		}
+		outJSON = schema.JSON() // the canonical text CompileSchema wrote once
 	}
 	// R11.3 timeout.
 	if def.Timeout != nil && *def.Timeout <= 0 {
@@ -84,6 +82,13 @@ func newToolDef(def Definition) (*toolDef, error) {
 		td.params, td.paramsErr = jsonv.Encode(def.Parameters)
 		if def.Parameters == nil {
 			td.params, td.paramsErr = nil, nil
+		}
+		if errors.Is(td.paramsErr, jsonv.ErrTooLarge) {
+			// Not R11's validation (a lossy schema still only surfaces in
+			// Schemas, R33) but a resource bound: parameters whose shared
+			// sub-schemas expand past the bound have no JSON text to show.
+			return nil, unsupportedSchema([]string{fmt.Sprintf("parameters expand to more than %d repeated values: "+
+				"a sub-schema shared by several positions is written out in full at each one", jsonv.MaxSharedExpansion)})
 		}
 	}
 	cp := def

@@ -182,10 +182,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		if pschema, violations = jsonv.CompileSchema(o.params); len(violations) > 0 {
 			return Definition{}, unsupportedSchema(violations)
 		}
-		var err error
-		if pjson, err = jsonv.Encode(o.params); err != nil {
-			return Definition{}, unsupportedSchema([]string{"schema must be a schema object"})
-		}
+		pjson = pschema.JSON() // the canonical text CompileSchema wrote once
 	}
 	output := o.output
 	var outDerived *derivedSchema
