@@ -90,3 +90,38 @@ func unsupportedSchema(violations []string) *Error {
 	return NewError(NameJSONSchema, CodeUnsupportedSchema,
 		"unsupported JSON schema: "+strings.Join(violations, "; "))
 }
+
+// unprintableMessage is SPEC §0.3's message for a failure whose Error
+// method itself panics.
+const unprintableMessage = "<unprintable thrown value>"
+
+// errorText calls err.Error(), reporting false if that call panics.
+func errorText(err error) (msg string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			msg, ok = unprintableMessage, false
+		}
+	}()
+	return err.Error(), true
+}
+
+// printable returns err when its Error method works, else an error that
+// reads "<unprintable thrown value>" (SPEC §0.3) and unwraps to err, so it
+// can be formatted, wrapped and logged safely while errors.Is/As still
+// reach the original.
+func printable(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errorText(err); ok {
+		return err
+	}
+	return unprintableError{err}
+}
+
+// unprintableError stands for an error whose Error method panics.
+type unprintableError struct{ err error }
+
+func (e unprintableError) Error() string { return unprintableMessage }
+
+func (e unprintableError) Unwrap() error { return e.err }

@@ -631,7 +631,7 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	ex := Execution{s}
 	for _, e := range h.result {
 		if err := callObserver(e.Payload.(ResultObserver), ex, res); err != nil {
-			r.contain(fmt.Errorf("result observer failed for call %q: %w", s.callID, err))
+			r.contain(fmt.Errorf("result observer failed for call %q: %w", s.callID, printable(err)))
 		}
 	}
 	return res

@@ -117,14 +117,16 @@ func (r *Result) Proto() *messages.Result {
 	return out
 }
 
-// ResultFromProto rebuilds a result received as a protobuf message.
+// ResultFromProto rebuilds a result received as a protobuf message. A nil
+// message reads as the empty message, as the generated getters read it: a
+// success with no value, content or metadata.
 func ResultFromProto(m *messages.Result) *Result {
 	r := &Result{isError: m.GetIsError(), concludes: m.GetConcludesTurn()}
-	if m.ValueJson != nil {
-		r.value = cloneBytes(m.ValueJson)
+	if v := m.GetValueJson(); v != nil {
+		r.value = cloneBytes(v)
 	}
-	if m.MetaJson != nil {
-		r.meta = cloneBytes(m.MetaJson)
+	if v := m.GetMetaJson(); v != nil {
+		r.meta = cloneBytes(v)
 	}
 	for _, b := range m.GetContent() {
 		r.content = append(r.content, Block{Type: b.GetType(), Text: b.GetText(), Data: cloneBytes(b.GetDataJson())})

@@ -254,7 +254,12 @@ func (r *Registry) ExecutionMode(call Call) Mode {
 
 func (r *Registry) nextID() uint64 { return r.ids.Add(1) }
 
+// contain reports a failure the registry absorbs (R75, R90): one warning
+// and the optional error handler. An error whose Error method panics is
+// reported as "<unprintable thrown value>" (SPEC §0.3); callers wrapping
+// one must wrap printable(err), since fmt formats the message eagerly.
 func (r *Registry) contain(err error) {
+	err = printable(err)
 	r.logger.Warn("toolscope: contained failure", "err", err)
 	if h := r.cfg.errorHandler; h != nil {
 		func() {

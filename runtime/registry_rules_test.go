@@ -1137,7 +1137,7 @@ func TestSchemas_R32_HostOnlyMetadataHidden(t *testing.T) {
 	require.NoError(t, err)
 	b, err := json.Marshal(ss)
 	require.NoError(t, err)
-	assert.JSONEq(t, `[{"Name":"x","Description":"desc","Parameters":{"type":"object"}}]`, string(b))
+	assert.JSONEq(t, `[{"name":"x","description":"desc","parameters":{"type":"object"}}]`, string(b))
 }
 
 func TestSchemas_R33_LossyParameters(t *testing.T) {

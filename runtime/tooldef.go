@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -51,10 +52,7 @@ func newToolDef(def Definition) (*toolDef, error) {
 		if schema, violations = jsonv.CompileSchema(def.Output.Schema); len(violations) > 0 {
 			return nil, unsupportedSchema(violations)
 		}
-		var err error
-		if outJSON, err = jsonv.Encode(def.Output.Schema); err != nil {
-			return nil, unsupportedSchema([]string{"schema must be a schema object"})
-		}
+		outJSON = schema.JSON() // the canonical text CompileSchema wrote once
 	}
 	// R11.3 timeout.
 	if def.Timeout != nil && *def.Timeout <= 0 {
@@ -85,6 +83,13 @@ func newToolDef(def Definition) (*toolDef, error) {
 		if def.Parameters == nil {
 			td.params, td.paramsErr = nil, nil
 		}
+		if errors.Is(td.paramsErr, jsonv.ErrTooLarge) {
+			// Not R11's validation (a lossy schema still only surfaces in
+			// Schemas, R33) but a resource bound: parameters whose shared
+			// sub-schemas expand past the bound have no JSON text to show.
+			return nil, unsupportedSchema([]string{fmt.Sprintf("parameters expand to more than %d repeated values: "+
+				"a sub-schema shared by several positions is written out in full at each one", jsonv.MaxSharedExpansion)})
+		}
 	}
 	cp := def
 	out := *def.Output
@@ -95,8 +100,111 @@ func newToolDef(def Definition) (*toolDef, error) {
 		cp.Timeout = &t
 	}
 	cp.Parameters = nil
+	cp.Presenters = copyPresenters(def.Presenters)
 	td.def = cp
 	return td, nil
+}
+
+// copyPresenters deep-copies a Definition's Presenters (R18, R30), so
+// neither the caller's value nor what Get returns can change what later
+// Gets see. Maps and slices of any type (map[string]any, []any,
+// json.RawMessage, map[string]string, …) are copied, recursively through
+// their elements, interface values and arrays; sharing and cycles among
+// them are kept (each map or slice is copied once). Everything else —
+// pointers, structs, funcs, channels — is kept as it is: a struct value
+// cannot be changed through the interface holding it, but what its
+// pointer, map or slice fields refer to is shared.
+func copyPresenters(v any) any {
+	if v == nil {
+		return nil
+	}
+	c := presenterCopier{}
+	return c.copy(reflect.ValueOf(v)).Interface()
+}
+
+// presenterCopier holds the copies made so far, by identity.
+type presenterCopier struct {
+	done map[presenterKey]reflect.Value
+}
+
+type presenterKey struct {
+	p   uintptr
+	t   reflect.Type
+	len int
+}
+
+// copy returns a deep copy of v (see copyPresenters), of v's type.
+func (c *presenterCopier) copy(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(c.copy(v.Elem()))
+		return out
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		k := presenterKey{v.Pointer(), v.Type(), -1}
+		if d, ok := c.done[k]; ok {
+			return d
+		}
+		out := reflect.MakeMapWithSize(v.Type(), v.Len())
+		c.remember(k, out)
+		it := v.MapRange()
+		for it.Next() {
+			out.SetMapIndex(it.Key(), c.copy(it.Value()))
+		}
+		return out
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		k := presenterKey{v.Pointer(), v.Type(), v.Len()}
+		if d, ok := c.done[k]; ok {
+			return d
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		c.remember(k, out)
+		if flat(v.Type().Elem()) {
+			reflect.Copy(out, v)
+			return out
+		}
+		for i := 0; i < v.Len(); i++ {
+			out.Index(i).Set(c.copy(v.Index(i)))
+		}
+		return out
+	case reflect.Array:
+		if flat(v.Type().Elem()) {
+			return v
+		}
+		out := reflect.New(v.Type()).Elem()
+		for i := 0; i < v.Len(); i++ {
+			out.Index(i).Set(c.copy(v.Index(i)))
+		}
+		return out
+	}
+	return v
+}
+
+func (c *presenterCopier) remember(k presenterKey, v reflect.Value) {
+	if c.done == nil {
+		c.done = make(map[presenterKey]reflect.Value)
+	}
+	c.done[k] = v
+}
+
+// flat reports an element type holding no map, slice or interface to copy.
+func flat(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface, reflect.Map, reflect.Slice:
+		return false
+	case reflect.Array:
+		return flat(t.Elem())
+	}
+	return true
 }
 
 // derivedOutput returns the typed helper's derived output schema when def
@@ -133,6 +241,7 @@ func (td *toolDef) definition() Definition {
 	out := *d.Output
 	out.Schema = json.RawMessage(cloneBytes(td.outJSON))
 	d.Output = &out
+	d.Presenters = copyPresenters(d.Presenters)
 	if d.Timeout != nil {
 		t := *d.Timeout
 		d.Timeout = &t
@@ -312,18 +421,14 @@ func (p *panicValue) Error() string { return messageOf(p.v) }
 func messageOf(v any) (msg string) {
 	switch x := v.(type) {
 	case error:
-		defer func() {
-			if recover() != nil {
-				msg = "<unprintable thrown value>"
-			}
-		}()
-		return x.Error()
+		msg, _ = errorText(x)
+		return msg
 	case string:
 		return x
 	default:
 		defer func() {
 			if recover() != nil {
-				msg = "<unprintable thrown value>"
+				msg = unprintableMessage
 			}
 		}()
 		return fmt.Sprint(v)

@@ -182,10 +182,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		if pschema, violations = jsonv.CompileSchema(o.params); len(violations) > 0 {
 			return Definition{}, unsupportedSchema(violations)
 		}
-		var err error
-		if pjson, err = jsonv.Encode(o.params); err != nil {
-			return Definition{}, unsupportedSchema([]string{"schema must be a schema object"})
-		}
+		pjson = pschema.JSON() // the canonical text CompileSchema wrote once
 	}
 	output := o.output
 	var outDerived *derivedSchema
@@ -261,7 +258,11 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		}
 		b, err := json.Marshal(out)
 		if err != nil {
-			return nil, fmt.Errorf("tool %q: encoding output: %w", name, err)
+			// R62 step 1: a value that cannot be snapshotted as JSON (NaN,
+			// ±Inf, a func or chan field, a failing MarshalJSON) is the
+			// INVALID_TOOL_OUTPUT "value is not lossless JSON" a raw tool
+			// gets for the same value, not a body error.
+			return notLosslessValue{}, nil
 		}
 		return json.RawMessage(b), nil
 	}

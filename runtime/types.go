@@ -35,6 +35,9 @@ type Definition struct {
 	// exactly (true, nil) without panicking (R36).
 	IsConcurrencySafe func(args json.RawMessage) (bool, error)
 	// Presenters is stored and returned by Get, never called (R10, R108).
+	// Register and Get deep-copy it (R18, R30): maps and slices of any type,
+	// recursively; pointers, structs and funcs are kept as they are, so what
+	// they refer to is shared.
 	Presenters any
 
 	typed *typedInfo // set by NewTool
@@ -115,10 +118,11 @@ type Restriction struct {
 	Deny  []string
 }
 
-// ToolSchema is the model-facing projection of a tool (R31).
+// ToolSchema is the model-facing projection of a tool (R31). It marshals
+// with the field names model APIs use: {"name","description","parameters"}.
 type ToolSchema struct {
-	Name        string
-	Description string
+	Name        string `json:"name"`
+	Description string `json:"description"`
 	// Parameters is a fresh copy of the parameter schema as JSON.
-	Parameters json.RawMessage
+	Parameters json.RawMessage `json:"parameters"`
 }

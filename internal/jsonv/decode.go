@@ -51,7 +51,8 @@ func DecodeStd(b []byte) (any, error) {
 }
 
 // decodeTree parses b nested at depth into a tree (ordered: *Object, else
-// map[string]any). lenient admits negative-zero literals (as json.Number).
+// map[string]any). lenient admits number literals outside the lossless set
+// (−0, ±Inf or −0 as a float64) as json.Number.
 func decodeTree(b []byte, depth int, ordered, lenient bool) (any, error) {
 	t := getTape()
 	defer putTape(t)
@@ -59,7 +60,7 @@ func decodeTree(b []byte, depth int, ordered, lenient bool) (any, error) {
 		return nil, err
 	}
 	if !lenient && t.bad(0) {
-		return nil, errNegZero
+		return nil, errLossyNumber
 	}
 	v, _ := t.tree(0, ordered)
 	return v, nil

@@ -46,6 +46,18 @@
 // caller decodes with encoding/json, which also words the error.
 // FuzzUnmarshalMatchesStd holds it to encoding/json's results.
 //
+// # Sharing
+//
+// A Go value may use one map or slice in several places (a DAG: SPEC R100
+// allows a sub-schema reused in sibling positions). JSON text repeats each
+// use, so the text of n levels that each use the one below twice is 2^n
+// copies. Every walk of Go values (Encode, EncodeTree, CompileSchema,
+// ValidateValue, ForType) therefore counts what it writes while repeating
+// a container and stops with ErrTooLarge, or the matching violation, once
+// that exceeds both MaxSharedExpansion and everything else written: work
+// and memory stay linear in the distinct input. Cycles are still reported
+// as cycles.
+//
 // # Depth
 //
 // Everything that walks input either iterates (the byte scanners) or

@@ -17,7 +17,9 @@ import (
 //   - nil, bool, string (invalid UTF-8 becomes U+FFFD);
 //   - float64 that is finite and not negative zero;
 //   - json.Number holding a valid JSON number literal that does not denote
-//     negative zero ("-0", "-0.0e3", …); the literal is kept verbatim;
+//     negative zero ("-0", "-0.0e3", …) and whose float64 rounding is
+//     neither ±Inf ("1e999", "2e308") nor −0 ("-1e-400"); the literal is
+//     kept verbatim;
 //   - the predeclared integer types (int, int8…int64, uint, uint8…uint64,
 //     uintptr);
 //   - []any and map[string]any, nested to at most MaxDepth levels, without
@@ -27,7 +29,7 @@ import (
 //     allowed; nil or empty is rejected). Its key order is kept, it is
 //     compacted, its strings are re-escaped canonically, and duplicate keys
 //     are resolved as JSON.parse does (first position, last value).
-//     Negative-zero literals inside it are rejected.
+//     Number literals inside it are held to the json.Number rule above.
 //
 // Everything else is rejected with an error wrapping ErrNotLossless: NaN,
 // ±Inf, negative zero, cycles, and every other Go type, including named
@@ -79,14 +81,13 @@ func encodeTop(v any, tree bool) ([]byte, error) {
 		}
 	}
 	e := encoderPool.Get().(*encoder)
-	e.buf = e.buf[:0]
-	e.tree = tree
+	e.reset(tree)
 	err := e.encode(v, 0)
 	var out []byte
 	if err == nil {
 		out = bytes.Clone(e.buf)
 	}
-	e.seen = nil
+	e.seen, e.visited = nil, nil
 	if cap(e.buf) <= 64<<10 {
 		encoderPool.Put(e)
 	}
@@ -110,10 +111,96 @@ type encoder struct {
 	buf  []byte
 	tree bool // accept *Object
 	seen map[ptrKey]struct{}
+	// Sharing (see MaxSharedExpansion): values counts every value written;
+	// from sharedTrackAfter on, visited holds every container written, and
+	// a container met again is a repeat. dup counts the values written
+	// inside finished repeats, dupMark is values when the outermost open
+	// repeat started, dupDepth the number of open repeats.
+	values, dup, dupMark int
+	dupDepth             int
+	visited              map[ptrKey]struct{}
+}
+
+// reset prepares a pooled encoder for one top-level value.
+func (e *encoder) reset(tree bool) {
+	e.buf = e.buf[:0]
+	e.tree = tree
+	e.seen = nil
+	e.values, e.dup, e.dupMark, e.dupDepth = 0, 0, 0, 0
+	e.visited = nil
+}
+
+// open notes the start of a container whose identity is key (zero for an
+// empty or untracked one). It reports a cycle, an expansion past
+// MaxSharedExpansion, and whether the container repeats one already
+// written.
+func (e *encoder) open(key ptrKey, depth int) (repeat bool, err error) {
+	if key.p == nil {
+		return false, nil
+	}
+	track := e.values > sharedTrackAfter
+	if depth >= cycleCheckDepth || track {
+		// Once sharing is tracked the path is too, so a repeat on the
+		// path is reported as the cycle it is.
+		if err := e.enter(key); err != nil {
+			return false, err
+		}
+	}
+	if !track {
+		return false, nil
+	}
+	if _, ok := e.visited[key]; ok {
+		if e.dupDepth == 0 {
+			e.dupMark = e.values - 1 // the container itself is a repeat too
+		}
+		e.dupDepth++
+		return true, e.checkShared()
+	}
+	if e.visited == nil {
+		e.visited = make(map[ptrKey]struct{})
+	}
+	e.visited[key] = struct{}{}
+	return false, e.checkShared()
+}
+
+// close ends the container open returned repeat for, checking the
+// expansion once more (a repeat of scalars opens no container).
+func (e *encoder) close(key ptrKey, repeat bool) error {
+	if key.p != nil {
+		delete(e.seen, key) // a no-op for a container open did not enter
+	}
+	if !repeat {
+		return nil
+	}
+	err := e.checkShared()
+	if e.dupDepth--; e.dupDepth == 0 {
+		e.dup += e.values - e.dupMark
+	}
+	return err
+}
+
+// checkShared fails once the repeated values exceed both the bound and
+// the values written otherwise.
+func (e *encoder) checkShared() error {
+	if e.dupDepth == 0 {
+		return nil
+	}
+	rep := e.dup + e.values - e.dupMark
+	if rep > MaxSharedExpansion && rep > e.values-rep {
+		return ErrTooLarge
+	}
+	return nil
+}
+
+// sharedKey is whether containers need an identity: for cycle checks deep
+// down, or for sharing once enough values were written.
+func (e *encoder) sharedKey(depth int) bool {
+	return depth >= cycleCheckDepth || e.values > sharedTrackAfter
 }
 
 // encode appends v; depth is the number of enclosing containers.
 func (e *encoder) encode(v any, depth int) error {
+	e.values++
 	switch x := v.(type) {
 	case nil:
 		e.buf = append(e.buf, "null"...)
@@ -134,12 +221,12 @@ func (e *encoder) encode(v any, depth int) error {
 		}
 		e.buf = appendFloat(e.buf, x)
 	case json.Number:
-		ok, nz := numberLiteral(x)
+		ok, lossy := numberLiteral(x)
 		if !ok {
 			return notLossless("invalid json.Number %q", string(x))
 		}
-		if nz {
-			return errNegZero
+		if lossy {
+			return errLossyNumber
 		}
 		e.buf = append(e.buf, x...)
 	case int:
@@ -173,9 +260,11 @@ func (e *encoder) encode(v any, depth int) error {
 			return ErrTooDeep
 		}
 		var key ptrKey
-		if depth >= cycleCheckDepth && len(x) > 0 {
+		repeat := false
+		if len(x) > 0 && e.sharedKey(depth) {
 			key = ptrKey{unsafe.Pointer(unsafe.SliceData(x)), len(x)}
-			if err := e.enter(key); err != nil {
+			var err error
+			if repeat, err = e.open(key, depth); err != nil {
 				return err
 			}
 		}
@@ -190,7 +279,9 @@ func (e *encoder) encode(v any, depth int) error {
 		}
 		e.buf = append(e.buf, ']')
 		if key.p != nil {
-			delete(e.seen, key)
+			if err := e.close(key, repeat); err != nil {
+				return err
+			}
 		}
 	case map[string]any:
 		if x == nil {
@@ -201,9 +292,11 @@ func (e *encoder) encode(v any, depth int) error {
 			return ErrTooDeep
 		}
 		var key ptrKey
-		if depth >= cycleCheckDepth && len(x) > 0 {
+		repeat := false
+		if len(x) > 0 && e.sharedKey(depth) {
 			key = ptrKey{reflect.ValueOf(x).UnsafePointer(), -1}
-			if err := e.enter(key); err != nil {
+			var err error
+			if repeat, err = e.open(key, depth); err != nil {
 				return err
 			}
 		}
@@ -226,7 +319,9 @@ func (e *encoder) encode(v any, depth int) error {
 		}
 		e.buf = append(e.buf, '}')
 		if key.p != nil {
-			delete(e.seen, key)
+			if err := e.close(key, repeat); err != nil {
+				return err
+			}
 		}
 	case json.RawMessage:
 		return e.raw(x, depth)
@@ -285,11 +380,12 @@ func (e *encoder) object(o *Object, depth int) error {
 		return ErrTooDeep
 	}
 	var key ptrKey
-	if depth >= cycleCheckDepth {
+	if e.sharedKey(depth) {
 		key = ptrKey{unsafe.Pointer(o), -2}
-		if err := e.enter(key); err != nil {
-			return err
-		}
+	}
+	repeat, err := e.open(key, depth)
+	if err != nil {
+		return err
 	}
 	if hasDupStrings(o.Keys) {
 		return notLossless("*Object with duplicate keys")
@@ -306,10 +402,7 @@ func (e *encoder) object(o *Object, depth int) error {
 		}
 	}
 	e.buf = append(e.buf, '}')
-	if key.p != nil {
-		delete(e.seen, key)
-	}
-	return nil
+	return e.close(key, repeat)
 }
 
 func hasDupStrings(keys []string) bool {
@@ -430,12 +523,12 @@ func compact(dst, src []byte, depth int, emit bool) (out []byte, dup bool, err e
 				}
 				i += len(lit)
 			default:
-				end, nz, ok := scanNumber(src, i)
+				end, lossy, ok := scanNumber(src, i)
 				if !ok {
 					return dst, false, errSyntax
 				}
-				if nz {
-					return dst, false, errNegZero
+				if lossy {
+					return dst, false, errLossyNumber
 				}
 				if emit {
 					dst = append(dst, src[i:end]...)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -45,7 +46,9 @@ var (
 //     interface), so a nil pointer field should carry omitempty.
 //   - chan, func, complex and unsafe.Pointer types, and recursive types (a
 //     type reaching itself through fields, elements or pointers), are
-//     errors. Map value types are checked for unsupported kinds only, so a
+//     errors. So is a type whose schema expands past MaxSharedExpansion
+//     repeated values (a type used by several fields is derived once but
+//     written out at each use). Map value types are checked for unsupported kinds only, so a
 //     type that recurses only through map values is accepted.
 //
 // root=true produces the SPEC R103 parameter root: a struct as above but
@@ -69,12 +72,20 @@ func ForType(t reflect.Type, root bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return EncodeTree(node)
+	b, err := EncodeTree(node)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("jsonv: ForType: the schema of %v expands to more than %d repeated values: "+
+			"a type used in several fields is written out in full at each one", t, MaxSharedExpansion)
+	}
+	return b, err
 }
 
 type typeGen struct {
 	visiting map[reflect.Type]bool // types on the current derivation path
 	checked  map[reflect.Type]bool // map value types already checked
+	// done holds the schema derived for each composite type; nothing
+	// changes a node once derived (withDescription copies).
+	done map[reflect.Type]*Object
 }
 
 func obj(kv ...any) *Object {
@@ -145,11 +156,30 @@ func (g *typeGen) schema(t reflect.Type) (*Object, error) {
 	case reflect.Interface:
 		return obj(), nil
 	}
+	if o, ok := g.done[t]; ok {
+		// Derived once per type: a type used in several fields shares
+		// one node, so a DAG of types stays linear here (EncodeTree then
+		// bounds its expansion, see MaxSharedExpansion).
+		return o, nil
+	}
 	if g.visiting[t] {
 		return nil, fmt.Errorf("jsonv: ForType: recursive type %v cannot be expressed in the schema subset", t)
 	}
 	g.visiting[t] = true
 	defer delete(g.visiting, t)
+	o, err := g.composite(t)
+	if err == nil {
+		if g.done == nil {
+			g.done = map[reflect.Type]*Object{}
+		}
+		g.done[t] = o
+	}
+	return o, err
+}
+
+// composite derives the schema of a pointer, slice, array, map or struct
+// type (or fails for any other kind).
+func (g *typeGen) composite(t reflect.Type) (*Object, error) {
 	switch t.Kind() {
 	case reflect.Pointer:
 		// Marshaler methods are found on the element, value or pointer

@@ -3,6 +3,7 @@ package jsonv
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 )
@@ -14,6 +15,9 @@ var fuzzJSONSeeds = []string{
 	`{"a":1,"\u0061":{"x":1,"x":2}}`,
 	`-0`, `[-0.0e1]`, `1e400`, `0`, `-1.5E-7`, `true`, `null`, `"\ud800"`, "\"\xff\xfe\"",
 	`"\ud83d\ude00"`, `[[[[[]]]]]`, `{"":{"":[]}}`, `[1,]`, `{"a"}`, `"\u00"`, ``,
+	// Literals that are ±Inf or −0 as a float64, and their finite neighbours.
+	`1e999`, `2e308`, `[-1e-400]`, `{"n":1e-400}`, `1.7976931348623159e308`, `1.7976931348623157e308`,
+	`-2e-324`, `-4.9e-324`, `{"a":[0.5,-1E-330]}`,
 }
 
 func FuzzEncode(f *testing.F) {
@@ -52,6 +56,15 @@ func FuzzEncode(f *testing.F) {
 		ours, err := DecodeStd(out)
 		if err != nil || !reflect.DeepEqual(ours, std) {
 			t.Fatalf("meaning changed: %q -> %q (%v)", in, out, err)
+		}
+		// R47 by value: what is accepted decodes with plain encoding/json
+		// (float64 numbers) to finite numbers that are not −0.
+		var plain any
+		if err := json.Unmarshal(out, &plain); err != nil {
+			t.Fatalf("encoding/json cannot decode accepted %q: %v", out, err)
+		}
+		if hasNegZero(plain) {
+			t.Fatalf("accepted %q decodes to −0", out)
 		}
 	})
 }
@@ -122,4 +135,25 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("ValidateValue %q vs Validate %q", alt, onCanon)
 		}
 	})
+}
+
+// hasNegZero reports a float64 −0 anywhere in an encoding/json tree.
+func hasNegZero(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return x == 0 && math.Signbit(x)
+	case []any:
+		for _, e := range x {
+			if hasNegZero(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasNegZero(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

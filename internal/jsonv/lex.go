@@ -99,9 +99,12 @@ func hexVal(c byte) rune {
 }
 
 // scanNumber scans the JSON number literal starting at s[i]. It returns the
-// index after the literal and whether the literal denotes negative zero
-// ("-0", "-0.0e5", …). ok is false for a malformed literal.
-func scanNumber[T text](s T, i int) (end int, negZero, ok bool) {
+// index after the literal and whether the literal is outside the lossless
+// set (SPEC R47 applied to the value it denotes): it denotes negative zero
+// ("-0", "-0.0e5", …), or its float64 rounding is ±Inf ("1e999", "2e308")
+// or −0 ("-1e-400"). ok is false for a malformed literal.
+func scanNumber[T text](s T, i int) (end int, lossy, ok bool) {
+	start := i
 	neg := false
 	if i < len(s) && s[i] == '-' {
 		neg = true
@@ -124,14 +127,14 @@ func scanNumber[T text](s T, i int) (end int, negZero, ok bool) {
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
-		start := i
+		frac := i
 		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
 			if s[i] != '0' {
 				zero = false
 			}
 			i++
 		}
-		if i == start {
+		if i == frac {
 			return 0, false, false
 		}
 	}
@@ -140,22 +143,35 @@ func scanNumber[T text](s T, i int) (end int, negZero, ok bool) {
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		start := i
+		digits := i
 		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
 			i++
 		}
-		if i == start {
+		if i == digits {
 			return 0, false, false
 		}
+	} else if i-start <= plainLimit {
+		// Without an exponent and this short, the magnitude is within
+		// (1e-300, 1e300): only a zero can be −0, nothing is infinite.
+		return i, neg && zero, true
 	}
-	return i, neg && zero, true
+	if zero {
+		return i, neg, true
+	}
+	inf, negZero := numRound(s[start:i])
+	return i, inf || negZero, true
 }
 
+// plainLimit is the longest literal without an exponent that needs no
+// range check: it has fewer than 309 integer digits, and a non-zero
+// fraction of it is larger than 1e-300.
+const plainLimit = 300
+
 // numberLiteral reports whether s is exactly one JSON number literal and
-// whether it denotes negative zero.
-func numberLiteral[T text](s T) (ok, negZero bool) {
-	end, nz, ok := scanNumber(s, 0)
-	return ok && end == len(s), nz
+// whether it is outside the lossless set (see scanNumber).
+func numberLiteral[T text](s T) (ok, lossy bool) {
+	end, l, ok := scanNumber(s, 0)
+	return ok && end == len(s), l
 }
 
 // dec is a decimal number literal split into its parts: the value is
@@ -276,7 +292,7 @@ func numIntegral[T text](s T) bool {
 
 // numFinite reports whether a valid literal rounds to a finite float64.
 func numFinite[T text](s T) bool {
-	if len(s) <= 300 {
+	if len(s) <= plainLimit {
 		plain := true
 		for i := 0; i < len(s); i++ {
 			if s[i] == 'e' || s[i] == 'E' {
@@ -288,8 +304,33 @@ func numFinite[T text](s T) bool {
 			return true // fewer than 309 integer digits
 		}
 	}
+	inf, _ := numRound(s)
+	return !inf
+}
+
+// numRound reports whether the float64 nearest to a valid literal is ±Inf,
+// and whether it is −0. It decides from the decimal exponent, without
+// allocating; only literals within a factor of ten of the float64 range's
+// ends (about 1.8e308 and 2.5e-324) take strconv.ParseFloat.
+func numRound[T text](s T) (inf, negZero bool) {
+	d := parseDec(s)
+	lo, hi := d.sig()
+	if lo == hi {
+		return false, d.neg
+	}
+	// The value is 0.D × 10^p, D the significant digits: its magnitude is
+	// in [10^(p-1), 10^p).
+	p := int64(len(d.intp)-lo) + d.exp
+	switch {
+	case p >= 310: // ≥ 1e309 > MaxFloat64
+		return true, false
+	case p <= -324: // < 1e-324, below half the smallest subnormal: rounds to 0
+		return false, d.neg
+	case p <= 308 && p >= -322: // in [1e-323, 1e308): finite, not zero
+		return false, false
+	}
 	f, _ := strconv.ParseFloat(string(s), 64)
-	return !math.IsInf(f, 0)
+	return math.IsInf(f, 0), f == 0 && math.Signbit(f)
 }
 
 // appendFloat formats a finite float64 the way encoding/json and

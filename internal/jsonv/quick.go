@@ -41,8 +41,8 @@ func quickValue(sn *snode, b []byte, i, depth int) (int, bool) {
 		end, _, ok := scanString(b, i)
 		return end, ok
 	case sNumber, sInteger:
-		end, negZero, ok := scanNumber(b, i)
-		if !ok || negZero || !numFinite(b[i:end]) || sn.kind == sInteger && !numIntegral(b[i:end]) {
+		end, lossy, ok := scanNumber(b, i)
+		if !ok || lossy || sn.kind == sInteger && !numIntegral(b[i:end]) {
 			return i, false
 		}
 		return end, true
@@ -160,8 +160,8 @@ func quickAny(b []byte, i, depth int) (int, bool) {
 	case c == 'n':
 		return quickLiteral(b, i, "null")
 	default:
-		end, negZero, ok := scanNumber(b, i)
-		return end, ok && !negZero
+		end, lossy, ok := scanNumber(b, i)
+		return end, ok && !lossy
 	}
 }
 

@@ -1,6 +1,7 @@
 package jsonv
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -131,12 +132,18 @@ const unsupportedKeyword = " is not a supported keyword (subset: type/oneOf/prop
 // Beyond the SPEC's messages: a schema nested deeper than MaxDepth yields
 // the single violation "schema is nested deeper than 50000 levels". A
 // sub-schema shared by several positions (a DAG of Go maps) is checked, and
-// compiled, once per position. Numbers in enum/const are compared exactly
+// compiled, once per position, as its JSON text repeats it; a schema whose
+// sharing expands past MaxSharedExpansion repeated values yields the
+// single violation "schema expands to more than 65536 repeated values: …"
+// instead, after work linear in the distinct input. Numbers in enum/const are compared exactly
 // as decimals (1, 1.0 and 1e0 are equal).
 func CompileSchema(schema any) (*Schema, []string) {
 	t := getTape()
 	defer putTape(t)
 	if err := t.build(schema); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, []string{tooLargeViolation}
+		}
 		return nil, []string{"schema is nested deeper than " + strconv.Itoa(MaxDepth) + " levels"}
 	}
 	c := compiler{t: t, seen: map[int32]bool{}}
@@ -146,11 +153,19 @@ func CompileSchema(schema any) (*Schema, []string) {
 		return nil, c.viol
 	}
 	js, err := EncodeTree(schema)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, []string{tooLargeViolation}
+	}
 	if err != nil { // unreachable for an accepted schema; kept for totality
 		return nil, []string{"schema must be lossless JSON"}
 	}
 	return &Schema{root: root, json: js}, nil
 }
+
+// tooLargeViolation is CompileSchema's violation for a schema whose shared
+// sub-schemas expand past MaxSharedExpansion.
+var tooLargeViolation = "schema expands to more than " + strconv.Itoa(MaxSharedExpansion) +
+	" repeated values: a sub-schema shared by several positions is written out in full at each one"
 
 // compiler walks a schema tape depth-first. The order of its checks
 // mirrors the SPEC (and the reference's explicit-stack walk): a node's own

@@ -20,6 +20,13 @@ type tape struct {
 	nodes []tnode
 	stack []int32
 	anc   map[ptrKey]int32 // Go-built tapes: containers on the current path
+	// Go-built tapes, sharing (see MaxSharedExpansion): from
+	// sharedTrackAfter nodes on, visited holds every container added; one
+	// met again is a repeat. dup counts the nodes of finished repeats,
+	// dupMark is the first node of the outermost open repeat.
+	visited      map[ptrKey]struct{}
+	dup, dupMark int
+	dupDepth     int
 }
 
 // Node kinds.
@@ -41,7 +48,7 @@ const (
 	fStr                         // s holds the decoded string / number literal
 	fKey                         // k holds the decoded member key
 	fNonFinite                   // number: NaN or ±Inf
-	fNegZero                     // number: negative zero
+	fNegZero                     // number: negative zero, or a literal that is ±Inf or −0 as a float64
 )
 
 type tnode struct {
@@ -66,6 +73,7 @@ func putTape(t *tape) {
 	t.stack = t.stack[:0]
 	t.src = nil
 	t.anc = nil
+	t.visited = nil
 	tapePool.Put(t)
 }
 
@@ -157,9 +165,10 @@ func (t *tape) numIs(i int32, lit string) bool {
 	return numEqual(t.src[n.off:n.end], lit)
 }
 
-// parse fills the tape from JSON text nested at depth. Negative-zero
-// literals are accepted and flagged fBad|fNegZero; everything else that
-// Valid rejects is an error. It is iterative.
+// parse fills the tape from JSON text nested at depth. Number literals
+// outside the lossless set (−0, or ±Inf or −0 as a float64) are accepted
+// and flagged fBad|fNegZero; everything else that Valid rejects is an
+// error. It is iterative.
 func (t *tape) parse(src []byte, depth int) error {
 	if len(src) > math.MaxInt32 {
 		return notLossless("JSON text larger than 2 GiB")
@@ -239,13 +248,13 @@ func (t *tape) parse(src []byte, depth int) error {
 				nd.kind = kind
 				i += len(lit)
 			default:
-				end, nz, ok := scanNumber(src, i)
+				end, lossy, ok := scanNumber(src, i)
 				if !ok {
 					return errSyntax
 				}
 				nd.kind = vNumber
 				nd.off, nd.end = int32(i), int32(end)
-				if nz {
+				if lossy {
 					nd.flags |= fBad | fNegZero
 					if len(stack) > 0 {
 						t.nodes[stack[len(stack)-1]].flags |= fBad
@@ -318,10 +327,53 @@ func (t *tape) close(stack []int32) []int32 {
 func (t *tape) build(v any) error {
 	t.src = nil
 	t.nodes = t.nodes[:0]
+	t.visited, t.dup, t.dupMark, t.dupDepth = nil, 0, 0, 0
 	return t.add(v, "", false, 0)
 }
 
-func (t *tape) add(v any, key string, hasKey bool, depth int) error {
+// shared notes container ck starting at node idx: it reports whether it
+// repeats a container already added, and ErrTooLarge once the repeated
+// nodes exceed both MaxSharedExpansion and the other nodes.
+func (t *tape) shared(ck ptrKey, idx int32) (repeat bool, err error) {
+	if int(idx) <= sharedTrackAfter {
+		return false, nil
+	}
+	if _, ok := t.visited[ck]; ok {
+		if t.dupDepth == 0 {
+			t.dupMark = int(idx)
+		}
+		t.dupDepth++
+		return true, t.checkShared()
+	}
+	if t.visited == nil {
+		t.visited = make(map[ptrKey]struct{})
+	}
+	t.visited[ck] = struct{}{}
+	return false, t.checkShared()
+}
+
+func (t *tape) checkShared() error {
+	if t.dupDepth == 0 {
+		return nil
+	}
+	rep := t.dup + len(t.nodes) - t.dupMark
+	if rep > MaxSharedExpansion && rep > len(t.nodes)-rep {
+		return ErrTooLarge
+	}
+	return nil
+}
+
+// unshare ends a repeat that shared started, checking the expansion once
+// more (a repeat of scalars starts no container).
+func (t *tape) unshare() error {
+	err := t.checkShared()
+	if t.dupDepth--; t.dupDepth == 0 {
+		t.dup += len(t.nodes) - t.dupMark
+	}
+	return err
+}
+
+func (t *tape) add(v any, key string, hasKey bool, depth int) (err error) {
 	idx := int32(len(t.nodes))
 	nd := tnode{next: idx + 1}
 	if hasKey {
@@ -354,10 +406,10 @@ func (t *tape) add(v any, key string, hasKey bool, depth int) error {
 			number(string(appendFloat(nil, x)), 0)
 		}
 	case json.Number:
-		switch ok, nz := numberLiteral(x); {
+		switch ok, lossy := numberLiteral(x); {
 		case !ok:
 			nd.kind, nd.flags = vInvalid, nd.flags|fBad
-		case nz:
+		case lossy:
 			number(string(x), fBad|fNegZero)
 		default:
 			number(string(x), 0)
@@ -438,9 +490,19 @@ func (t *tape) add(v any, key string, hasKey bool, depth int) error {
 		}
 		t.anc[ck] = idx
 		defer delete(t.anc, ck)
+		repeat, serr := t.shared(ck, idx)
+		if serr != nil {
+			return serr
+		}
+		if repeat {
+			defer func() { // err is add's result
+				if uerr := t.unshare(); err == nil {
+					err = uerr
+				}
+			}()
+		}
 	}
 	t.nodes = append(t.nodes, nd)
-	var err error
 	switch {
 	case m != nil:
 		keys := make([]string, 0, len(m))

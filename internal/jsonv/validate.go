@@ -44,7 +44,10 @@ func (s *Schema) validateTape(v []byte, rootLabel string) []string {
 // anything. Values outside the lossless set (NaN, ±Inf, −0, cycles, other Go
 // types) are reported where they occur as R102 describes, e.g. `"value" must
 // be a finite JSON number` or `"value" must be a lossless JSON object`.
-// json.RawMessage inside v is read as its decoded value.
+// json.RawMessage inside v is read as its decoded value. A v nested deeper
+// than MaxDepth, or whose shared maps and slices expand past
+// MaxSharedExpansion, yields the single violation `"<root>" must be a
+// lossless JSON value`.
 func (s *Schema) ValidateValue(v any, rootLabel string) []string {
 	t := getTape()
 	defer putTape(t)
