@@ -67,3 +67,24 @@ func TestAround_SequentialNextRetries(t *testing.T) {
 	}))
 	r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", nil)), "3")
 }
+
+// A next kept past its hook's return and called later is refused: the
+// execution it belongs to has moved on (or ended).
+func TestAround_NextAfterReturnRefused(t *testing.T) {
+	reg := r3Reg(t)
+	s := r3Scope(t, reg, "a")
+	var bodies atomic.Int32
+	r3M(s.Register(r3Tool("t", func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return bodies.Add(1), nil
+	})))
+	var kept func(context.Context) *runtime.Result
+	r3M(s.OnExecute(func(ctx context.Context, _ runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
+		kept = next
+		return next(nil), nil
+	}))
+	r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", nil)), "1")
+	late := kept(context.Background())
+	require.True(t, late.IsError())
+	assert.Contains(t, late.ErrorMessage(), "next called after the wrapper returned")
+	assert.Equal(t, int32(1), bodies.Load(), "a late next ran the body")
+}

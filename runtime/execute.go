@@ -336,8 +336,8 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 		next := func(c context.Context) *Result {
 			// A retrying wrapper gets a fresh dispatch each time, but one
 			// at a time: the dispatches of one execution share its state.
-			if !busy.enter() {
-				return concurrentNext()
+			if st := busy.enter(); st != nextIdle {
+				return refusedNext(st)
 			}
 			defer busy.leave()
 			if c == nil {
@@ -346,6 +346,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 			return step(i+1, c)
 		}
 		out, err := callAround(hook, ctx, ex, next)
+		busy.close()
 		if err != nil {
 			s.mu.Lock()
 			if s.aroundErr == nil {
@@ -810,17 +811,35 @@ func (c *fusedBodyCtx) Value(key any) any {
 // nextBusy marks one around hook's next as running. An around hook may call
 // next again once the previous call returned (a retry), but a call made
 // while another call of the same next is still running — next called from
-// several goroutines at once — is refused (concurrentNext): the dispatches
+// several goroutines at once — is refused (refusedNext): the dispatches
 // below would share the execution's state (its RunContext, typed output,
 // stamps). Since each hook runs inside one call of the next above it, this
-// keeps at most one base dispatch of an execution running at a time.
-type nextBusy struct{ on atomic.Bool }
+// keeps at most one base dispatch of an execution running at a time. Once
+// the hook returned, its next is closed: a next kept and called later (from
+// a goroutine the hook left behind) is refused too.
+type nextBusy struct{ st atomic.Int32 }
 
-func (b *nextBusy) enter() bool { return b.on.CompareAndSwap(false, true) }
-func (b *nextBusy) leave()      { b.on.Store(false) }
+// The states of a nextBusy.
+const (
+	nextIdle    int32 = iota // may be called
+	nextRunning              // a call is running
+	nextClosed               // the hook returned: a next kept past it is refused
+)
 
-// concurrentNext is the failure a refused concurrent next returns to the
-// around hook that made the call.
-func concurrentNext() *Result {
+func (b *nextBusy) enter() int32 {
+	if b.st.CompareAndSwap(nextIdle, nextRunning) {
+		return nextIdle
+	}
+	return b.st.Load()
+}
+func (b *nextBusy) leave() { b.st.CompareAndSwap(nextRunning, nextIdle) }
+func (b *nextBusy) close() { b.st.Store(nextClosed) }
+
+// refusedNext is the failure a refused call of next returns: one made while
+// a previous call of it still runs, or after its hook returned.
+func refusedNext(st int32) *Result {
+	if st == nextClosed {
+		return failureFromMessage("tools/execute wrapper: next called after the wrapper returned (next is valid only while the wrapper runs)", nil)
+	}
 	return failureFromMessage("tools/execute wrapper: next called while a previous call of it is still running (calls of next must not overlap)", nil)
 }

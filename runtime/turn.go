@@ -542,10 +542,14 @@ func (r *Registry) turnFromProto(ctx context.Context, h *messageHandler, m *mess
 		calls[i] = TurnCall{ID: c.GetCallId(), Name: c.GetName(), Arguments: c.GetArgumentsText()}
 	}
 	res, err := r.runTurn(ctx, h.viewNode(), h.node.Key, calls, o)
-	if err != nil {
+	if res == nil {
 		return &messages.TurnReply{Error: err.Error()}
 	}
+	// An internal failure (R98) answers the committed results with it.
 	reply := &messages.TurnReply{Concluded: res.Concluded}
+	if err != nil {
+		reply.Error = err.Error()
+	}
 	for _, x := range res.Results {
 		reply.Results = append(reply.Results, x.Proto())
 	}
