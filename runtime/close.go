@@ -83,10 +83,12 @@ func (c *callCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 func (c *callCtx) Value(key any) any { return c.fuse().ctx.Value(key) }
 
 // Err implements context.Context.
+//
+// It answers from the caller's ctx and the two flags, never from the fused
+// ctx: that one learns of Close's cancellation through context.AfterFunc,
+// on another goroutine, and a check made in between (a call admitted as
+// Close gave up waiting) must already see it.
 func (c *callCtx) Err() error {
-	if f := c.fused.Load(); f != nil {
-		return f.ctx.Err()
-	}
 	if err := c.parent.Err(); err != nil {
 		return err
 	}
