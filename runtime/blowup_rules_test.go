@@ -28,7 +28,7 @@ func assertUnsupportedSchema(t *testing.T, err error, contains string) {
 	t.Helper()
 	var coded runtime.Coded
 	if assert.True(t, errors.As(err, &coded), "want a coded error, got %v", err) {
-		assert.Equal(t, runtime.CodeUnsupportedSchema, coded.Code())
+		assert.Equal(t, runtime.CodeUnsupportedSchema, runtime.Code(coded.Code()))
 		assert.Contains(t, err.Error(), contains)
 	}
 }

@@ -34,25 +34,57 @@ var (
 )
 
 // Coded is what errors.As finds on a coded error (SPEC §0.3): a value with a
-// stable Name and Code. Tool bodies and hooks may return their own; the
-// registry copies Name and Code into the failure result.
+// stable Name and Code. Tool bodies and hooks may return their own (any
+// error type with these two methods: Code returns a plain string, so such a
+// type need not import this package); the registry copies Name and Code into
+// the failure result, where Result.Code returns it as a Code.
 type Coded interface {
 	error
 	Name() string
 	Code() string
 }
 
-// The codes of SPEC §0.3.
+// Code classifies a failure result (SPEC §0.3): Result.Code returns one,
+// "" for a success or a plain (uncoded) failure such as a denial. The
+// registry's own codes are the constants below; a tool's own coded error
+// may use any other value.
+type Code string
+
+// String returns the code as written on the wire, e.g. "UNKNOWN_TOOL".
+func (c Code) String() string { return string(c) }
+
+// The registry's codes (SPEC §0.3, plus WOULD_DEADLOCK for nested calls).
 const (
-	CodeUnknownTool           = "UNKNOWN_TOOL"
-	CodeInvalidArgs           = "INVALID_ARGS"
-	CodeInvalidToolOutput     = "INVALID_TOOL_OUTPUT"
-	CodeAborted               = "ABORTED"
-	CodeAbortedBeforeDispatch = "ABORTED_BEFORE_DISPATCH"
-	CodeToolTimeout           = "TOOL_TIMEOUT"
-	CodeUnsupportedSchema     = "UNSUPPORTED_SCHEMA"
-	CodeOverloaded            = "OVERLOADED"
-	CodeClosed                = "CLOSED"
+	// CodeUnknownTool: no tool of that name is visible when the call
+	// dispatches (R61).
+	CodeUnknownTool Code = "UNKNOWN_TOOL"
+	// CodeInvalidArgs: the arguments fail the tool's parameter schema
+	// (typed tools, R105).
+	CodeInvalidArgs Code = "INVALID_ARGS"
+	// CodeInvalidToolOutput: the body's value is not lossless JSON or
+	// fails the output schema, or rendering failed (R62).
+	CodeInvalidToolOutput Code = "INVALID_TOOL_OUTPUT"
+	// CodeAborted: the caller's ctx ended while the body ran and the body
+	// then succeeded (R80).
+	CodeAborted Code = "ABORTED"
+	// CodeAbortedBeforeDispatch: the caller's ctx ended before the body was
+	// invoked — at entry, in the gate, or while waiting for admission
+	// (R79, R80).
+	CodeAbortedBeforeDispatch Code = "ABORTED_BEFORE_DISPATCH"
+	// CodeToolTimeout: the tool's declared timeout fired (WithTimeouts or
+	// TimeoutHook, R83).
+	CodeToolTimeout Code = "TOOL_TIMEOUT"
+	// CodeUnsupportedSchema: a schema outside the supported subset (R100);
+	// returned by Register and NewTool as an error.
+	CodeUnsupportedSchema Code = "UNSUPPORTED_SCHEMA"
+	// CodeOverloaded: too many calls already wait for admission in the
+	// scope (WithMaxQueued).
+	CodeOverloaded Code = "OVERLOADED"
+	// CodeClosed: the registry is closed.
+	CodeClosed Code = "CLOSED"
+	// CodeWouldDeadlock: a nested call whose wait for admission could never
+	// end (see the runtime package doc, "Nested calls").
+	CodeWouldDeadlock Code = "WOULD_DEADLOCK"
 )
 
 // The names paired with the codes above (SPEC §0.3).
@@ -65,15 +97,17 @@ const (
 	NameJSONSchema   = "JsonSchemaError"
 	NameOverloaded   = "OverloadedError"
 	NameClosed       = "ClosedError"
+	NameDeadlock     = "DeadlockError"
 )
 
 // Error is toolscope's coded error. It implements Coded.
 type Error struct {
-	name, code, msg string
+	name, msg string
+	code      Code
 }
 
 // NewError returns a coded error with the given name, code and message.
-func NewError(name, code, message string) *Error {
+func NewError(name string, code Code, message string) *Error {
 	return &Error{name: name, code: code, msg: message}
 }
 
@@ -84,7 +118,8 @@ func (e *Error) Error() string { return e.msg }
 func (e *Error) Name() string { return e.name }
 
 // Code returns the error's code, e.g. "UNKNOWN_TOOL".
-func (e *Error) Code() string { return e.code }
+// (a string, as the Coded interface asks; Result.Code returns it typed).
+func (e *Error) Code() string { return string(e.code) }
 
 func unsupportedSchema(violations []string) *Error {
 	return NewError(NameJSONSchema, CodeUnsupportedSchema,

@@ -59,7 +59,7 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 	r.system.EventStream.Publish(&messages.ExecutionFinished{
 		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
 		StartedUnixNanos: s.startedAt, FinishedUnixNanos: time.Now().UnixNano(),
-		OutcomeCode: code, IsError: res.isError, TurnId: s.turnID, Group: s.group,
+		OutcomeCode: string(code), IsError: res.isError, TurnId: s.turnID, Group: s.group,
 		DispatchDoneUnixNanos: s.dispatchEnd,
 	})
 }
@@ -76,7 +76,7 @@ func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32
 	})
 	r.system.EventStream.Publish(&messages.ExecutionFinished{
 		CallId: callID, Scope: scope, Tool: tool, StartedUnixNanos: now, FinishedUnixNanos: now,
-		OutcomeCode: CodeAbortedBeforeDispatch, IsError: true, TurnId: turnID, Group: group,
+		OutcomeCode: string(CodeAbortedBeforeDispatch), IsError: true, TurnId: turnID, Group: group,
 	})
 }
 

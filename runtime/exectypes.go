@@ -78,7 +78,7 @@ type Result struct {
 	content   []Block
 	errMsg    string
 	errName   string
-	errCode   string
+	errCode   Code
 	hasInfo   bool
 	meta      []byte // nil: absent
 	contexts  []Message
@@ -162,12 +162,12 @@ func (r *Result) ErrorMessage() string { return r.errMsg }
 
 // ErrorInfo returns the failure's name and code, if it came from a coded
 // error (SPEC §0.3).
-func (r *Result) ErrorInfo() (name, code string, ok bool) {
+func (r *Result) ErrorInfo() (name string, code Code, ok bool) {
 	return r.errName, r.errCode, r.hasInfo
 }
 
 // Code returns the failure code, or "" when there is none.
-func (r *Result) Code() string { return r.errCode }
+func (r *Result) Code() Code { return r.errCode }
 
 // Meta returns a copy of the presentation metadata, if any (R64).
 func (r *Result) Meta() (meta json.RawMessage, ok bool) {

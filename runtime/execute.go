@@ -672,7 +672,7 @@ func failureFromMessage(msg string, c Coded) *Result {
 	return res
 }
 
-func codedFailure(name, code, msg string) *Result {
+func codedFailure(name string, code Code, msg string) *Result {
 	return failureFromMessage(msg, NewError(name, code, msg))
 }
 
@@ -694,13 +694,13 @@ func safeName(c Coded) (s string) {
 	return c.Name()
 }
 
-func safeCode(c Coded) (s string) {
+func safeCode(c Coded) (s Code) {
 	defer func() {
 		if recover() != nil {
 			s = ""
 		}
 	}()
-	return c.Code()
+	return Code(c.Code())
 }
 
 func denial(reason string) *Result { return failureFromMessage(reason, nil) }

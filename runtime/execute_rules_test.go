@@ -144,7 +144,7 @@ func r3Plain(t testing.TB, res *runtime.Result, msg string) {
 }
 
 // r3Coded asserts a coded failure.
-func r3Coded(t testing.TB, res *runtime.Result, name, code, msg string) {
+func r3Coded(t testing.TB, res *runtime.Result, name string, code runtime.Code, msg string) {
 	t.Helper()
 	require.True(t, res.IsError(), "expected failure %s", code)
 	assert.Equal(t, msg, res.ErrorMessage())
@@ -979,7 +979,7 @@ func TestExecute_R56_CancelledAfterGateIsAbortedBeforeDispatchPostResult(t *test
 	})))
 	ctx, cancel := context.WithCancel(context.Background())
 	r3M(s.Guard(func(runtime.Execution) (string, bool) { cancel(); return "", false }))
-	var postSaw string
+	var postSaw runtime.Code
 	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		postSaw = r.Code()
 		return next()
@@ -1244,7 +1244,7 @@ func TestExecute_R62_R63_SuccessCreationFailures(t *testing.T) {
 			reg := r3Reg(t)
 			s := r3Scope(t, reg, "a")
 			r3M(s.Register(c.def()))
-			var aroundSaw, postSaw string
+			var aroundSaw, postSaw runtime.Code
 			r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 				r := next(nil)
 				aroundSaw = r.Code()
@@ -1426,7 +1426,7 @@ func TestExecute_R65_ForeignFailureKeepsErrorDropsValue(t *testing.T) {
 	assert.Equal(t, "wrapped", res.ErrorMessage())
 	n, c, _ := res.ErrorInfo()
 	assert.Equal(t, "WErr", n)
-	assert.Equal(t, "W", c)
+	assert.Equal(t, runtime.Code("W"), c)
 	assert.Equal(t, []runtime.Block{runtime.Text("wrapper says")}, res.Content())
 	m, ok := res.Meta()
 	require.True(t, ok, "a wrapper-authored Meta is kept on a failure")
@@ -1647,7 +1647,7 @@ func TestExecute_R69_AcceptContentOnFailureKeepsError(t *testing.T) {
 	})
 	require.True(t, res.IsError())
 	assert.Equal(t, "bad", res.ErrorMessage())
-	assert.Equal(t, "CODE", res.Code())
+	assert.Equal(t, runtime.Code("CODE"), res.Code())
 	assert.Equal(t, []runtime.Block{runtime.Text("softened")}, res.Content())
 	_, hasV := res.Value()
 	assert.False(t, hasV)

@@ -13,14 +13,6 @@ import (
 // execution: the registry infers the parent, so "pass ctx down" is enough
 // for nested calls to be recognised (issue 11, R86).
 
-// CodeWouldDeadlock is the code of a nested call refused because waiting
-// for its admission could never end (see "Nested admission" below); its
-// name is NameDeadlock.
-const CodeWouldDeadlock = "WOULD_DEADLOCK"
-
-// NameDeadlock is the error name paired with CodeWouldDeadlock.
-const NameDeadlock = "DeadlockError"
-
 // execKey is the ctx key of the execution a ctx belongs to.
 type execKey struct{}
 

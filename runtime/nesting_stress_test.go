@@ -461,7 +461,7 @@ func (h *nsHarness) check(inst *nsInst, id string, res *runtime.Result) {
 		return
 	}
 	if res.IsError() {
-		code = res.Code()
+		code = string(res.Code())
 		if code == "" {
 			code = "uncoded"
 		}
@@ -470,8 +470,8 @@ func (h *nsHarness) check(inst *nsInst, id string, res *runtime.Result) {
 	h.codes[code]++
 	h.mu.Unlock()
 	switch code {
-	case "ok", runtime.CodeAborted, runtime.CodeAbortedBeforeDispatch, codeWouldDeadlock:
-	case runtime.CodeUnknownTool:
+	case "ok", string(runtime.CodeAborted), string(runtime.CodeAbortedBeforeDispatch), codeWouldDeadlock:
+	case string(runtime.CodeUnknownTool):
 		if !inst.disposed.Load() {
 			h.problem("call %s on live scope %v: %s %q", id, inst, code, res.ErrorMessage())
 		}

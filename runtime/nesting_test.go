@@ -265,7 +265,7 @@ func TestNested_R86_ExclusiveUnderParallelParents(t *testing.T) {
 		started.Done()
 		<-allRunning
 		res := s.Execute(ctx, runtime.Call{ID: "x", Name: "x"})
-		return res.Code(), nil
+		return string(res.Code()), nil
 	})))
 	var results [3]<-chan *runtime.Result
 	for i := range results {
@@ -280,7 +280,7 @@ func TestNested_R86_ExclusiveUnderParallelParents(t *testing.T) {
 		require.NoError(t, json.Unmarshal(v, &code))
 		codes[code]++
 	}
-	assert.Equal(t, map[string]int{"": 1, runtime.CodeWouldDeadlock: 2}, codes)
+	assert.Equal(t, map[string]int{"": 1, string(runtime.CodeWouldDeadlock): 2}, codes)
 	occ.check(t)
 }
 
@@ -313,7 +313,7 @@ func TestNested_R86_ExclusiveUnderParallelWaitsForSiblings(t *testing.T) {
 		defer occ.enter(rc, false)()
 		close(xAsked)
 		res := s.Execute(ctx, runtime.Call{ID: "x", Name: "x"})
-		return res.Code(), resErr(res)
+		return string(res.Code()), resErr(res)
 	})))
 	sib := nestGo(s, context.Background(), runtime.Call{ID: "sib", Name: "sibling"})
 	<-siblingIn
@@ -353,7 +353,7 @@ func TestNested_R86_ParallelTurnSiblingsAskingForExclusive(t *testing.T) {
 		defer occ.enter(rc, false)()
 		started.Done()
 		<-both
-		return s.Execute(ctx, runtime.Call{ID: "x", Name: "x"}).Code(), nil
+		return string(s.Execute(ctx, runtime.Call{ID: "x", Name: "x"}).Code()), nil
 	})))
 	r3M(s.Register(nestTool("outer", false, func(ctx context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		defer occ.enter(rc, true)()
@@ -373,7 +373,7 @@ func TestNested_R86_ParallelTurnSiblingsAskingForExclusive(t *testing.T) {
 	v, _ := res.Value()
 	var codes []string
 	require.NoError(t, json.Unmarshal(v, &codes))
-	assert.ElementsMatch(t, []string{`""`, `"` + runtime.CodeWouldDeadlock + `"`}, codes)
+	assert.ElementsMatch(t, []string{`""`, `"` + string(runtime.CodeWouldDeadlock) + `"`}, codes)
 	occ.check(t)
 }
 

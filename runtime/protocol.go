@@ -108,7 +108,7 @@ func (r *Result) Proto() *messages.Result {
 	if r.isError {
 		out.Error = &messages.ToolError{Message: r.errMsg}
 		if r.hasInfo {
-			out.Error.Info = &messages.ErrorInfo{Name: r.errName, Code: r.errCode}
+			out.Error.Info = &messages.ErrorInfo{Name: r.errName, Code: string(r.errCode)}
 		}
 	}
 	for _, c := range r.contexts {
@@ -134,7 +134,7 @@ func ResultFromProto(m *messages.Result) *Result {
 	if e := m.GetError(); e != nil {
 		r.errMsg = e.GetMessage()
 		if i := e.GetInfo(); i != nil {
-			r.errName, r.errCode, r.hasInfo = i.GetName(), i.GetCode(), true
+			r.errName, r.errCode, r.hasInfo = i.GetName(), Code(i.GetCode()), true
 		}
 	}
 	for _, c := range m.GetAdditionalContexts() {

@@ -181,10 +181,10 @@ func TestProtocol_ExecutionEventsPairUpWithOutcomeCode(t *testing.T) {
 		isError        bool
 	}{
 		{"e-ok", "echo", "", context.Background(), messages.ModeParallel, false},
-		{"e-unknown", "ghost", runtime.CodeUnknownTool, context.Background(), messages.ModeExclusive, true},
+		{"e-unknown", "ghost", string(runtime.CodeUnknownTool), context.Background(), messages.ModeExclusive, true},
 		{"e-fail", "fails", messages.OutcomeError, context.Background(), messages.ModeExclusive, true},
 		{"e-denied", "denied", messages.OutcomeDenied, context.Background(), messages.ModeUnspecified, true},
-		{"e-abort", "echo", runtime.CodeAbortedBeforeDispatch, cancelled, messages.ModeUnspecified, true},
+		{"e-abort", "echo", string(runtime.CodeAbortedBeforeDispatch), cancelled, messages.ModeUnspecified, true},
 	}
 	for _, c := range calls {
 		res := r3Exec(t, s, c.ctx, runtime.Call{ID: c.id, Name: c.tool})

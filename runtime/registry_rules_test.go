@@ -333,7 +333,7 @@ func TestRegistry_R5_OriginVsSubject(t *testing.T) {
 	assert.False(t, res.IsError())
 	assert.Equal(t, "A", res.Text())
 	res = reg.Execute(context.Background(), runtime.Call{ID: "2", Name: "x"})
-	assert.Equal(t, runtime.CodeUnknownTool, res.Code())
+	assert.Equal(t, runtime.CodeUnknownTool, runtime.Code(res.Code()))
 }
 
 func TestRegistry_R6_UnknownAndDisposedKeys(t *testing.T) {
@@ -667,13 +667,13 @@ func TestRegister_R11_ValidationOrder(t *testing.T) {
 		{"output missing", "t", noOutput, []string{outErr}, "", runtime.ErrInvalidDefinition},
 		{"render nil", "t", noRender, []string{outErr}, "", runtime.ErrInvalidDefinition},
 		{"schema outside subset lists every violation", "t", badSchema,
-			[]string{"unsupported JSON schema: ", "schema.foo is not a supported keyword", "schema.type must be one of"}, runtime.CodeUnsupportedSchema, nil},
+			[]string{"unsupported JSON schema: ", "schema.foo is not a supported keyword", "schema.type must be one of"}, string(runtime.CodeUnsupportedSchema), nil},
 		{"zero timeout", "t", timeout(&zero), []string{toErr}, "", runtime.ErrInvalidDefinition},
 		{"negative timeout", "t", timeout(&neg), []string{toErr}, "", runtime.ErrInvalidDefinition},
 		{"reserved", "run_code", id, []string{`"run_code" is reserved`}, "", runtime.ErrInvalidDefinition},
 		{"reserved without output reports output", "run_code", noOutput, []string{outErr}, "", runtime.ErrInvalidDefinition},
 		{"reserved with bad timeout reports timeout", "run_code", timeout(&zero), []string{toErr}, "", runtime.ErrInvalidDefinition},
-		{"bad schema before timeout", "t", compose(badSchema, timeout(&zero)), []string{"unsupported JSON schema"}, runtime.CodeUnsupportedSchema, nil},
+		{"bad schema before timeout", "t", compose(badSchema, timeout(&zero)), []string{"unsupported JSON schema"}, string(runtime.CodeUnsupportedSchema), nil},
 		{"output before schema", "t", compose(badSchema, func(d runtime.Definition) runtime.Definition {
 			d.Output.Render = nil
 			return d
@@ -1761,7 +1761,7 @@ func TestNewTool_R100_UnsupportedSchemaListsEveryViolation(t *testing.T) {
 			require.Error(t, err)
 			var coded runtime.Coded
 			require.True(t, errors.As(err, &coded))
-			assert.Equal(t, runtime.CodeUnsupportedSchema, coded.Code())
+			assert.Equal(t, runtime.CodeUnsupportedSchema, runtime.Code(coded.Code()))
 			assert.Equal(t, runtime.NameJSONSchema, coded.Name())
 			assert.Equal(t, "unsupported JSON schema: "+strings.Join(tc.want, "; "), err.Error())
 		})
@@ -1795,7 +1795,7 @@ func TestNewTool_R105_InvalidArgsMessageWithPaths(t *testing.T) {
 	require.NoError(t, err)
 	var post rrLog
 	_, err = reg.Global().OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
-		post.add(r.Code())
+		post.add(string(r.Code()))
 		return next()
 	})
 	require.NoError(t, err)
@@ -1822,7 +1822,7 @@ func TestNewTool_R105_InvalidArgsMessageWithPaths(t *testing.T) {
 			assert.Equal(t, runtime.CodeInvalidArgs, code)
 			assert.Equal(t, tc.msg, res.ErrorMessage())
 			assert.Equal(t, "Error: "+tc.msg, res.Text())
-			assert.Equal(t, []string{runtime.CodeInvalidArgs}, post.take(), "flows through post-execute")
+			assert.Equal(t, []string{string(runtime.CodeInvalidArgs)}, post.take(), "flows through post-execute")
 		})
 	}
 	assert.Equal(t, int64(0), calls.Load(), "the author's body never ran")

@@ -337,7 +337,7 @@ func TestSoak(t *testing.T) {
 							t.Errorf("turn call %s: nil result", calls[i].ID)
 							continue
 						}
-						put(calls[i].ID, record{turn: true, code: r.Code()})
+						put(calls[i].ID, record{turn: true, code: string(r.Code())})
 					}
 					continue
 				}
@@ -357,7 +357,7 @@ func TestSoak(t *testing.T) {
 				if code == runtime.CodeOverloaded {
 					st.overloaded.Add(1)
 				}
-				put(id, record{code: code, rejected: code == runtime.CodeOverloaded || code == runtime.CodeClosed})
+				put(id, record{code: string(code), rejected: code == runtime.CodeOverloaded || code == runtime.CodeClosed})
 				_ = c
 			}
 		}()
@@ -414,7 +414,7 @@ func TestSoak(t *testing.T) {
 						}
 						r := target.Execute(ctx, runtime.Call{ID: id, Name: []string{"own", "grp", "par"}[j], Arguments: json.RawMessage(b)})
 						st.calls.Add(1)
-						put(id, record{code: r.Code(), rejected: r.Code() == runtime.CodeOverloaded || r.Code() == runtime.CodeClosed})
+						put(id, record{code: string(r.Code()), rejected: r.Code() == runtime.CodeOverloaded || r.Code() == runtime.CodeClosed})
 					}()
 				}
 				if rand.IntN(2) == 0 && grp != nil {
@@ -487,7 +487,7 @@ func TestSoak(t *testing.T) {
 			}
 		}
 		want := 1
-		if r.turn && r.code == runtime.CodeAbortedBeforeDispatch {
+		if r.turn && r.code == string(runtime.CodeAbortedBeforeDispatch) {
 			want = observed[id] // synthetic turn results bypass observers (R97)
 			if want > 1 {
 				want = 1

@@ -1001,7 +1001,7 @@ func TestTurnR98_ToolFailuresAreResultsNotErrors(t *testing.T) {
 	require.Len(t, res.Results, len(cs))
 	assert.Equal(t, "boom", res.Results[0].ErrorMessage())
 	assert.Equal(t, "kaboom", res.Results[1].ErrorMessage())
-	assert.Equal(t, "MY_CODE", res.Results[2].Code())
+	assert.Equal(t, runtime.Code("MY_CODE"), res.Results[2].Code())
 	assert.Equal(t, runtime.CodeInvalidToolOutput, res.Results[3].Code())
 	assert.Equal(t, "pre-execute panicked", res.Results[4].ErrorMessage())
 	assert.Equal(t, runtime.CodeUnknownTool, res.Results[5].Code())

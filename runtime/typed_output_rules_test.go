@@ -60,7 +60,7 @@ func TestTyped_R62_LossyOutputIsInvalidToolOutput(t *testing.T) {
 	}))
 	var posts []string
 	_, err = g.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
-		posts = append(posts, e.Name()+":"+r.Code())
+		posts = append(posts, e.Name()+":"+string(r.Code()))
 		return next()
 	})
 	require.NoError(t, err)

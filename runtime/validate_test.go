@@ -78,7 +78,7 @@ func TestValidateValue_R100_InvalidSchemaIsUnsupportedSchema(t *testing.T) {
 	assert.Nil(t, got)
 	var coded runtime.Coded
 	require.True(t, errors.As(err, &coded), "%v", err)
-	assert.Equal(t, runtime.CodeUnsupportedSchema, coded.Code())
+	assert.Equal(t, runtime.CodeUnsupportedSchema, runtime.Code(coded.Code()))
 	assert.Equal(t, runtime.NameJSONSchema, coded.Name())
 
 	reg, rerr := runtime.New()

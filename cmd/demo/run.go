@@ -235,7 +235,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	rec.mu.Lock()
 	calls := make([]callRecord, 0, len(rec.finished))
 	for _, f := range rec.finished {
-		if f.GetMode() == messages.ModeUnspecified && f.GetOutcomeCode() == runtime.CodeAbortedBeforeDispatch && f.GetDispatchDoneUnixNanos() == 0 && f.GetTurnId() != "" {
+		if f.GetMode() == messages.ModeUnspecified && runtime.Code(f.GetOutcomeCode()) == runtime.CodeAbortedBeforeDispatch && f.GetDispatchDoneUnixNanos() == 0 && f.GetTurnId() != "" {
 			// A synthetic pair (R97): the call never started.
 			neverStart++
 			continue
