@@ -176,6 +176,13 @@ func (r *Registry) newScope(key string, parent *scopeRec) (*Scope, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// closed is checked again under r.mu: Close sets it before its teardown takes
+	// the list of live scopes under r.mu, so a scope is either in that list
+	// (and torn down) or never created. Checked before the lock, a scope
+	// created meanwhile escaped the teardown and stayed live after Close.
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
 	if parent != nil && parent.live == nil {
 		return nil, ErrScopeDisposed
 	}
