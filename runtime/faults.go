@@ -53,7 +53,7 @@ func (r *Registry) mutate(sh *shell, fn func(*core.Layer) (*core.Layer, error)) 
 		inc := r.incarnation(sh)
 		var claimed atomic.Bool
 		reply := make(chan error, 1)
-		r.system.Root.Send(sh.pid, &actors.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
+		r.send(sh.pid, &actors.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
 			if !claimed.CompareAndSwap(false, true) {
 				return nil, errMutationAbandoned // its sender re-sent it
 			}

@@ -32,9 +32,11 @@ type Registry struct {
 	prependSeq atomic.Int64
 
 	workers *workerPool
-	// eventBase is the number of event-stream subscribers the actor system
-	// had when the registry started; events are built only beyond it.
-	eventBase int32
+	// listeners caches who listens on the event stream (events.go): the
+	// stream's length+1 when last classified, high 32 bits, and how many of
+	// its subscribers are real (not protoactor's own), low 32 bits; 0 until
+	// the first call asks.
+	listeners atomic.Uint64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -141,7 +143,6 @@ func New(opts ...Option) (*Registry, error) {
 		r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discardLogger }))
 		r.ownSystem = true
 	}
-	r.eventBase = r.system.EventStream.Length()
 	r.global = r.spawnScope(core.NewNode("", nil))
 	return r, nil
 }

@@ -151,7 +151,7 @@ func (s *Scope) stop() {
 	if sup := sh.sup.Load(); sup != nil {
 		sup.stop()
 	}
-	s.reg.system.Root.Stop(sh.pid)
+	s.reg.stopActor(sh.pid)
 }
 
 // owner tracks what one handle registered, newest last, so disposal can

@@ -150,7 +150,7 @@ func (sup *supervisor) post(op supOp) bool {
 	}
 	sup.inbox = append(sup.inbox, op)
 	if len(sup.inbox) == 1 {
-		sup.reg.system.Root.Send(sup.pid, wakeMsg)
+		sup.reg.send(sup.pid, wakeMsg)
 	}
 	return true
 }
@@ -222,5 +222,5 @@ func (sup *supervisor) stop() {
 		return
 	}
 	sup.stopped = true
-	sup.reg.system.Root.Poison(sup.pid)
+	sup.reg.poisonActor(sup.pid)
 }
