@@ -207,3 +207,9 @@ func eventMode(s *execState) messages.ExecutionMode {
 func WithEvents(on bool) Option {
 	return optionFunc(func(c *config) error { c.events = on; return nil })
 }
+
+// SubscriberPanicked implements actorsys.PanicReporter: a panic contained
+// while the scope actor's worker sent a reply (a dead letter's subscriber).
+func (h *messageHandler) SubscriberPanicked(p any) {
+	h.reg.contain(fmt.Errorf("event stream subscriber panicked: %w", panicError(p)))
+}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/core"
 )
 
@@ -14,7 +14,7 @@ import (
 // mailbox and later ones become dead letters, so a mutation waiting for
 // its reply would wait forever. Instead, without any timeout:
 //
-//   - the actor reports its stop (actors.StopObserver) and the registry
+//   - the actor reports its stop (actorsys.StopObserver) and the registry
 //     respawns it under the same PID from the node's published snapshot —
 //     the layer never lived in the actor, so every registration survives;
 //   - each mutation is claimed exactly once: by the actor that applies it,
@@ -53,7 +53,7 @@ func (r *Registry) mutate(sh *shell, fn func(*core.Layer) (*core.Layer, error)) 
 		inc := r.incarnation(sh)
 		var claimed atomic.Bool
 		reply := make(chan error, 1)
-		r.send(sh.pid, &actors.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
+		r.send(sh.pid, &actorsys.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
 			if !claimed.CompareAndSwap(false, true) {
 				return nil, errMutationAbandoned // its sender re-sent it
 			}
@@ -75,7 +75,7 @@ func (r *Registry) mutate(sh *shell, fn func(*core.Layer) (*core.Layer, error)) 
 	}
 }
 
-// ActorStopped implements actors.StopObserver for a scope actor.
+// ActorStopped implements actorsys.StopObserver for a scope actor.
 func (h *messageHandler) ActorStopped() {
 	r, sh := h.reg, h.shell
 	sh.mu.Lock()
@@ -90,7 +90,7 @@ func (h *messageHandler) ActorStopped() {
 		return
 	}
 	old := r.incarnation(sh)
-	props := actors.ScopeProps(r.system, h.node, h, r.workers.run)
+	props := actorsys.ScopeProps(r.system, h.node, h, r.workers.run)
 	if _, err := r.system.Root.SpawnNamed(props, sh.pid.Id); err != nil {
 		old.lost = true
 		close(old.gone)

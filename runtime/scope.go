@@ -8,7 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/admit"
 	"github.com/toolscope/toolscope/internal/core"
 )
@@ -103,7 +103,7 @@ type shell struct {
 func (r *Registry) spawnScope(node *core.Node) *Scope {
 	sh := &shell{}
 	sh.handler = messageHandler{reg: r, node: node, shell: sh}
-	sh.pid = r.system.Root.Spawn(actors.ScopeProps(r.system, node, &sh.handler, r.workers.run))
+	sh.pid = r.system.Root.Spawn(actorsys.ScopeProps(r.system, node, &sh.handler, r.workers.run))
 	sc := &Scope{reg: r, node: node, shell: sh}
 	sc.own = &sc.ownStore
 	return sc
@@ -119,7 +119,7 @@ func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
 	}
 	sh.sending++
 	sh.mu.Unlock()
-	err := s.reg.mutate(sh, fn) // actors.Apply that survives actor faults (faults.go)
+	err := s.reg.mutate(sh, fn) // actorsys.Mutate that survives actor faults (faults.go)
 	sh.mu.Lock()
 	sh.sending--
 	if sh.sending == 0 && sh.idle != nil {
