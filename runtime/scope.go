@@ -90,6 +90,7 @@ type shell struct {
 	pid     *actor.PID
 	mu      sync.Mutex
 	stopped bool
+	lost    bool // the scope actor stopped and could not be respawned (faults.go)
 	sending int
 	idle    chan struct{}
 	sup     atomic.Pointer[supervisor]
@@ -116,6 +117,10 @@ func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
 	if sh.stopped {
 		sh.mu.Unlock()
 		return ErrScopeDisposed
+	}
+	if sh.lost {
+		sh.mu.Unlock()
+		return errActorLost
 	}
 	sh.sending++
 	sh.mu.Unlock()
