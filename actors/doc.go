@@ -1,18 +1,14 @@
-// Package actors holds toolscope's actor shells (protoactor-go).
+// Package actors holds toolscope's supervisor actor shell (protoactor-go).
+// The scope actor, whose mutation message is an in-process protocol, lives
+// in internal/actorsys, out of reach of code outside the module.
 //
-//	scope actor       single writer of one scope's layer: applies Mutate
-//	                  messages (pure functions from layer to layer, never
-//	                  user code), publishes the new immutable snapshot on the
-//	                  scope's node and answers on the message's channel.
-//	                  Protobuf requests (package messages) are answered by a
-//	                  Handler off the actor, through a Spawner (the runtime's
-//	                  warm workers).
 //	supervisor actor  one per scope, spawned on first contention or turn: decides
 //	                  admission (internal/admit) — parallel calls overlap,
 //	                  an exclusive call runs alone, first come first served —
 //	                  and gives each turn its go-ahead. Its queue and pending
 //	                  requests live with its host (SupervisorHost); a Wake
-//	                  message only tells it to look.
+//	                  message only tells it to look, so a Wake sent by anyone
+//	                  else costs one empty step and nothing more.
 //
 // State lives in the published snapshots and the supervisor's host, not in
 // the actor structs, so an actor restarted by protoactor — or stopped and

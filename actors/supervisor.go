@@ -2,6 +2,8 @@ package actors
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolscope/toolscope/internal/actorsys"
 )
 
 // Wake tells a supervisor that its host has work queued (admissions,
@@ -32,13 +34,10 @@ type supervisorActor struct {
 
 // SupervisorProps returns the props of a scope's supervisor working for
 // host; its mailbox runs through run (nil: a new goroutine each time).
-func SupervisorProps(host SupervisorHost, run Spawner) *actor.Props {
-	if run == nil {
-		run = goSpawn
-	}
+func SupervisorProps(host SupervisorHost, run actorsys.Spawner) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisorActor{host: host}
-	}, actor.WithDispatcher(spawnDispatcher{run}))
+	}, actor.WithDispatcher(actorsys.Dispatcher(run)))
 }
 
 // Receive implements actor.Actor.

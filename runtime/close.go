@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,6 +208,13 @@ func (l *lifecycle) waitDrained() {
 // InFlight reports the Execute and turn calls currently running.
 func (r *Registry) InFlight() int { return int(r.life.inflight.Load()) }
 
+// ErrCloseInsideCall is returned by a Close made from inside a toolscope
+// callback (a tool body, a hook, a guard, an observer, a change subscriber,
+// the approver): Close has begun the shutdown but does not wait for it,
+// since the teardown cannot complete before the calling callback returns
+// (see Close).
+var ErrCloseInsideCall = errors.New("runtime: Close called from inside a toolscope callback: the shutdown has begun and completes once the calling call has returned")
+
 func closedResult() *Result { return codedFailure(NameClosed, CodeClosed, "registry closed") }
 
 // Close shuts the registry down. New calls get a CLOSED failure result
@@ -218,11 +226,37 @@ func closedResult() *Result { return codedFailure(NameClosed, CodeClosed, "regis
 // Close waits for it. After the drain every scope is disposed, the actors
 // are stopped and, if the registry started its own actor system, it is
 // shut down. Close is idempotent.
+//
+// Close made from inside a toolscope callback — a tool body, a hook, a
+// guard, the approver, an observer, a change subscriber (including one
+// hearing the removals of Close's own teardown) — cannot wait: the drain
+// includes the call it is made from, and the teardown runs the callbacks it
+// is made from. It begins the shutdown exactly as above (an expired ctx
+// also cancels the calls in flight) and returns ErrCloseInsideCall at once;
+// the teardown completes once the calling call has returned, and a later
+// Close from outside waits for it and returns nil. The caller is recognised
+// by its ctx when that carries an execution of this registry (a callback's
+// ctx, or one derived from it, on any goroutine), else by its goroutine's
+// stack holding a toolscope frame below Close (any registry's callback; read
+// only when Close would otherwise wait). A callback that hands Close to
+// another goroutine with an unrelated ctx and waits for it still waits for
+// itself: nothing can tell that caller apart.
 func (r *Registry) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
 		r.closed.Store(true)
 		go r.shutdown()
 	})
+	select {
+	case <-r.closeDone:
+		return nil
+	default:
+	}
+	if r.insideCallback(ctx) {
+		if ctx.Err() != nil {
+			r.life.cancelAll()
+		}
+		return ErrCloseInsideCall
+	}
 	select {
 	case <-r.closeDone:
 		return nil
@@ -233,6 +267,15 @@ func (r *Registry) Close(ctx context.Context) error {
 	// this returns, once the cancelled calls return; a later Close waits.)
 	r.life.cancelAll()
 	return ctx.Err()
+}
+
+// insideCallback reports whether a Close with ctx is made from inside a
+// toolscope callback (see Close).
+func (r *Registry) insideCallback(ctx context.Context) bool {
+	if s := execOf(ctx); s != nil && s.reg == r {
+		return true
+	}
+	return onCallbackStack("(*Registry).Close")
 }
 
 func (r *Registry) shutdown() {

@@ -1,7 +1,13 @@
 package runtime
 
 import (
+	"fmt"
+	"reflect"
+	goruntime "runtime"
+	"strings"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolscope/toolscope/messages"
 )
@@ -12,14 +18,124 @@ import (
 // call that ended before dispatch (denied, aborted, failed) is started and
 // finished together, its start stamped with its entry time.
 
-// listening reports whether anyone beyond the actor system's own
-// subscribers listens on the event stream: building and publishing events
-// nobody reads costs a call about a fifth of its time. A call asks once, at
-// entry (execState.events), and then publishes both of its events or
-// neither, so a subscriber joining or leaving mid-call never sees half a
-// pair (and the stream's read lock is taken once per call, not three times).
+// listening reports whether a real subscriber — anyone but protoactor's own
+// (dead letters, supervision) — listens on the event stream: building and
+// publishing events nobody reads costs a call about a fifth of its time. A
+// call asks once, at entry (execState.events), and then publishes both of
+// its events or neither, so a subscriber joining or leaving mid-call never
+// sees half a pair (and the stream's read lock is taken once per call, not
+// three times).
+//
+// The answer is decided from the subscribers themselves, not from a count
+// taken at New: a subscriber that joined before New (the natural order with
+// WithActorSystem) is a listener, and so is one that joins after an earlier
+// one left. Per call it costs the stream's Length (a read lock) and one
+// atomic load; the subscribers are classified again only when the length
+// differs from the one last classified (listeners.recount).
 func (r *Registry) listening() bool {
-	return r.cfg.events && r.system.EventStream.Length() > r.eventBase
+	if !r.cfg.events {
+		return false
+	}
+	es := r.system.EventStream
+	n := es.Length()
+	if c := r.listeners.Load(); c != 0 && int32(c>>32)-1 == n {
+		return uint32(c) != 0
+	}
+	return r.recountListeners()
+}
+
+// recountListeners classifies the event stream's subscribers and caches
+// (length+1)<<32 | real subscribers in r.listeners. A subscriber is
+// protoactor's own when its handler's code lives in protoactor-go. The
+// stream keeps its subscriptions unexported, so they are read by
+// reflection under the stream's read lock; if that ever fails (another
+// protoactor version), every subscriber counts as real: events are then
+// built whenever anyone subscribes, which costs time but loses nothing.
+//
+// One change goes unseen: a protoactor subscription leaving while a real
+// one joins between two calls keeps the length, so the cached answer
+// (nobody real) stands until the next change of length. protoactor's core
+// subscriptions (dead letters, supervision) never leave; only extensions
+// (remote, cluster) come and go.
+func (r *Registry) recountListeners() bool {
+	es := r.system.EventStream
+	es.RLock()
+	n, real := countRealSubscribers(reflect.ValueOf(es).Elem())
+	es.RUnlock()
+	r.listeners.Store(uint64(n+1)<<32 | uint64(real))
+	return real != 0
+}
+
+const protoactorPkg = "github.com/asynkron/protoactor-go/"
+
+// countRealSubscribers returns the stream's subscriber count and how many
+// of them are not protoactor's own. stream is the eventstream.EventStream
+// struct; its lock is held.
+func countRealSubscribers(stream reflect.Value) (n int32, real uint32) {
+	counter := stream.FieldByName("counter")
+	subs := stream.FieldByName("subscriptions")
+	if !counter.IsValid() || counter.Kind() != reflect.Int32 || !subs.IsValid() || subs.Kind() != reflect.Slice {
+		return 0, 1 // unknown layout: assume someone listens
+	}
+	n = int32(counter.Int())
+	for i := range subs.Len() {
+		sub := subs.Index(i)
+		if sub.Kind() != reflect.Pointer || sub.IsNil() {
+			continue
+		}
+		h := sub.Elem().FieldByName("handler")
+		if !h.IsValid() || h.Kind() != reflect.Func {
+			return n, uint32(max(n, 1))
+		}
+		if h.IsNil() {
+			continue
+		}
+		if f := goruntime.FuncForPC(h.Pointer()); f != nil && strings.HasPrefix(f.Name(), protoactorPkg) {
+			continue
+		}
+		real++
+	}
+	return n, real
+}
+
+// publish hands evt to the event stream's subscribers on the caller's
+// goroutine. A panicking subscriber is contained and reported (the error
+// handler and logger): it must never take down a caller, or a worker
+// running a turn's dispatch, where a panic would end the process. The
+// subscribers after it miss that one event (the stream stops delivering).
+func (r *Registry) publish(evt any) {
+	defer r.recoverSubscriber()
+	r.system.EventStream.Publish(evt)
+}
+
+// recoverSubscriber is deferred around anything that may run the event
+// stream's subscribers synchronously: publishing, and every send, stop or
+// poison of an actor (a message to a dead PID becomes a dead letter, which
+// is published on the sender's goroutine).
+func (r *Registry) recoverSubscriber() {
+	if p := recover(); p != nil {
+		r.contain(fmt.Errorf("event stream subscriber panicked: %w", panicError(p)))
+	}
+}
+
+// send sends msg to pid, containing a panicking event-stream subscriber
+// hearing its dead letter (recoverSubscriber).
+func (r *Registry) send(pid *actor.PID, msg any) {
+	defer r.recoverSubscriber()
+	r.system.Root.Send(pid, msg)
+}
+
+// stopActor stops pid like Root.Stop, containing a panicking subscriber.
+func (r *Registry) stopActor(pid *actor.PID) {
+	defer r.recoverSubscriber()
+	r.system.Root.Stop(pid)
+}
+
+// poisonActor poisons pid like Root.Poison, containing a panicking
+// subscriber.
+func (r *Registry) poisonActor(pid *actor.PID) {
+	defer r.recoverSubscriber()
+	r.system.Root.Poison(pid)
 }
 
 func (r *Registry) emitStarted(s *execState) {
@@ -32,7 +148,7 @@ func (r *Registry) emitStarted(s *execState) {
 func (r *Registry) publishStarted(s *execState, at int64) {
 	s.startedSent = true
 	s.startedAt = at
-	r.system.EventStream.Publish(&messages.ExecutionStarted{
+	r.publish(&messages.ExecutionStarted{
 		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
 		UnixNanos: at, TurnId: s.turnID, Group: s.group,
 	})
@@ -56,7 +172,7 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 			code = messages.OutcomeDenied
 		}
 	}
-	r.system.EventStream.Publish(&messages.ExecutionFinished{
+	r.publish(&messages.ExecutionFinished{
 		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
 		StartedUnixNanos: s.startedAt, FinishedUnixNanos: time.Now().UnixNano(),
 		OutcomeCode: string(code), IsError: res.isError, TurnId: s.turnID, Group: s.group,
@@ -71,10 +187,10 @@ func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32
 		return
 	}
 	now := time.Now().UnixNano()
-	r.system.EventStream.Publish(&messages.ExecutionStarted{
+	r.publish(&messages.ExecutionStarted{
 		CallId: callID, Scope: scope, Tool: tool, UnixNanos: now, TurnId: turnID, Group: group,
 	})
-	r.system.EventStream.Publish(&messages.ExecutionFinished{
+	r.publish(&messages.ExecutionFinished{
 		CallId: callID, Scope: scope, Tool: tool, StartedUnixNanos: now, FinishedUnixNanos: now,
 		OutcomeCode: string(CodeAbortedBeforeDispatch), IsError: true, TurnId: turnID, Group: group,
 	})
@@ -90,4 +206,10 @@ func eventMode(s *execState) messages.ExecutionMode {
 // WithEvents turns the execution events on or off (default on).
 func WithEvents(on bool) Option {
 	return optionFunc(func(c *config) error { c.events = on; return nil })
+}
+
+// SubscriberPanicked implements actorsys.PanicReporter: a panic contained
+// while the scope actor's worker sent a reply (a dead letter's subscriber).
+func (h *messageHandler) SubscriberPanicked(p any) {
+	h.reg.contain(fmt.Errorf("event stream subscriber panicked: %w", panicError(p)))
 }

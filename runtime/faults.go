@@ -4,7 +4,9 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"github.com/toolscope/toolscope/actors"
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/core"
 )
 
@@ -14,7 +16,7 @@ import (
 // mailbox and later ones become dead letters, so a mutation waiting for
 // its reply would wait forever. Instead, without any timeout:
 //
-//   - the actor reports its stop (actors.StopObserver) and the registry
+//   - the actor reports its stop (actorsys.StopObserver) and the registry
 //     respawns it under the same PID from the node's published snapshot —
 //     the layer never lived in the actor, so every registration survives;
 //   - each mutation is claimed exactly once: by the actor that applies it,
@@ -53,7 +55,7 @@ func (r *Registry) mutate(sh *shell, fn func(*core.Layer) (*core.Layer, error)) 
 		inc := r.incarnation(sh)
 		var claimed atomic.Bool
 		reply := make(chan error, 1)
-		r.system.Root.Send(sh.pid, &actors.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
+		r.send(sh.pid, &actorsys.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
 			if !claimed.CompareAndSwap(false, true) {
 				return nil, errMutationAbandoned // its sender re-sent it
 			}
@@ -75,13 +77,32 @@ func (r *Registry) mutate(sh *shell, fn func(*core.Layer) (*core.Layer, error)) 
 	}
 }
 
-// ActorStopped implements actors.StopObserver for a scope actor.
+// ActorStopped implements actorsys.StopObserver for a scope actor.
+//
+// The new incarnation must not be reachable under the scope's PID before it
+// is ready. protoactor's SpawnNamed adds the process to the registry first
+// and registers its mailbox's invoker and dispatcher afterwards, so a send
+// to that name in between (any Register, or any actor holding Scope.PID)
+// raced with the registration, and could schedule a mailbox whose
+// dispatcher was still nil: a data race, and a nil-pointer panic on the
+// sender's goroutine. So the new incarnation is spawned under a fresh name,
+// which nobody knows, and only once it is fully set up is its process added
+// to the registry under the scope's name as well (the registry's map gives
+// the sends that find it a happens-before edge to the setup). The scope's
+// PID never changes; the alias is removed when the incarnation behind it
+// stops (protoactor removes only the fresh name). sh.mu serialises respawns,
+// so an alias always points at the latest incarnation.
 func (h *messageHandler) ActorStopped() {
 	r, sh := h.reg, h.shell
+	procs := r.system.ProcessRegistry
 	sh.mu.Lock()
-	intentional := sh.stopped
-	sh.mu.Unlock()
-	if intentional {
+	defer sh.mu.Unlock()
+	// The stopped incarnation is out of the registry under its own name;
+	// drop it under the scope's name too (a no-op for the first one, whose
+	// own name it is), so sends become dead letters until the next one is
+	// in place (mutate re-sends what they dropped).
+	procs.Remove(sh.pid)
+	if sh.stopped || sh.lost {
 		// Scope teardown: no mutation is in flight (stop waited for them).
 		if inc := sh.inc.Swap(nil); inc != nil {
 			inc.lost = true
@@ -90,8 +111,25 @@ func (h *messageHandler) ActorStopped() {
 		return
 	}
 	old := r.incarnation(sh)
-	props := actors.ScopeProps(r.system, h.node, h, r.workers.run)
-	if _, err := r.system.Root.SpawnNamed(props, sh.pid.Id); err != nil {
+	props := actorsys.ScopeProps(r.system, h.node, h, r.workers.run)
+	fresh, err := r.system.Root.SpawnNamed(props, procs.NextId())
+	var proc actor.Process
+	ok := err == nil
+	if ok {
+		proc, ok = procs.Get(fresh)
+	}
+	if ok {
+		_, ok = procs.Add(proc, sh.pid.Id)
+	}
+	if !ok {
+		// No successor (the system is shutting down): mutations in flight
+		// and later ones get errActorLost rather than a send to a PID nobody
+		// serves. lost also keeps a fresh incarnation that could not be
+		// aliased from respawning when it is stopped.
+		sh.lost = true
+		if err == nil {
+			r.stopActor(fresh)
+		}
 		old.lost = true
 		close(old.gone)
 		return

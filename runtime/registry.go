@@ -33,9 +33,11 @@ type Registry struct {
 
 	workers *workerPool
 	nest    nestState // nested admission (nesting.go)
-	// eventBase is the number of event-stream subscribers the actor system
-	// had when the registry started; events are built only beyond it.
-	eventBase int32
+	// listeners caches who listens on the event stream (events.go): the
+	// stream's length+1 when last classified, high 32 bits, and how many of
+	// its subscribers are real (not protoactor's own), low 32 bits; 0 until
+	// the first call asks.
+	listeners atomic.Uint64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -142,7 +144,6 @@ func New(opts ...Option) (*Registry, error) {
 		r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discardLogger }))
 		r.ownSystem = true
 	}
-	r.eventBase = r.system.EventStream.Length()
 	r.global = r.spawnScope(core.NewNode("", nil))
 	return r, nil
 }
@@ -177,6 +178,13 @@ func (r *Registry) newScope(key string, parent *scopeRec) (*Scope, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// closed is checked again under r.mu: Close sets it before its teardown takes
+	// the list of live scopes under r.mu, so a scope is either in that list
+	// (and torn down) or never created. Checked before the lock, a scope
+	// created meanwhile escaped the teardown and stayed live after Close.
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
 	if parent != nil && parent.live == nil {
 		return nil, ErrScopeDisposed
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/admit"
 	"github.com/toolscope/toolscope/internal/core"
 )
@@ -40,8 +40,12 @@ type Scope struct {
 // the teardown, already under way further up the same stack, completes when
 // the callback returns. The teardown records its goroutine before it runs
 // the first callback; a caller that finds it unrecorded cannot be inside one
-// of its callbacks. (A callback that hands Dispose to another goroutine and
-// waits for it still deadlocks; nothing can tell that caller apart.)
+// of its callbacks. Likewise a Dispose whose wait would close a cycle — the
+// teardown it would wait for is itself waiting, from a callback, for a
+// teardown running on the caller's goroutine (two concurrent Disposes whose
+// subscribers dispose each other's scope) — returns at once (wait). (A
+// callback that hands Dispose to another goroutine and waits for it still
+// deadlocks; nothing can tell that caller apart.)
 type teardownState struct {
 	mu      sync.Mutex
 	started bool
@@ -66,11 +70,64 @@ func (t *teardownState) begin() bool {
 		return false
 	default:
 	}
-	if id := t.gid.Load(); id != 0 && id == goroutineID() {
+	me := goroutineID()
+	if id := t.gid.Load(); id != 0 && id == me {
 		return false
 	}
-	<-done
+	t.wait(me, done)
 	return false
+}
+
+// teardownWaits is the wait-for graph of teardowns: for each goroutine
+// waiting in begin, the teardown it waits for. A teardown's goroutine
+// (gid) may itself wait, from one of its callbacks, for another teardown.
+var teardownWaits struct {
+	mu    sync.Mutex
+	edges map[uint64]*teardownState
+}
+
+// wait blocks until t's teardown is complete, unless waiting would close a
+// cycle: t's goroutine waits (directly or through other teardowns) for a
+// teardown whose callbacks run on goroutine me — two Disposes of a and b
+// whose change subscribers each dispose the other (R7, R86). Then it
+// returns at once, as a re-entrant Dispose does: the teardown it would
+// wait for completes when the callback it interrupted returns. The check
+// and the record are made under one lock, so of two goroutines about to
+// wait for each other the second always sees the first's edge (each has
+// recorded its own teardown's goroutine before running the callback that
+// calls Dispose).
+func (t *teardownState) wait(me uint64, done chan struct{}) {
+	w := &teardownWaits
+	w.mu.Lock()
+	if w.edges == nil {
+		w.edges = map[uint64]*teardownState{}
+	}
+	cur := t
+	for range len(w.edges) + 1 {
+		g := cur.gid.Load()
+		if g == 0 {
+			break // not running callbacks: it cannot be waiting for me
+		}
+		if g == me {
+			w.mu.Unlock()
+			return // waiting would wait for myself
+		}
+		next := w.edges[g]
+		if next == nil {
+			break
+		}
+		cur = next
+	}
+	if me != 0 {
+		w.edges[me] = t
+	}
+	w.mu.Unlock()
+	<-done
+	if me != 0 {
+		w.mu.Lock()
+		delete(w.edges, me)
+		w.mu.Unlock()
+	}
 }
 
 func (t *teardownState) end() { close(t.done) }
@@ -90,6 +147,7 @@ type shell struct {
 	pid     *actor.PID
 	mu      sync.Mutex
 	stopped bool
+	lost    bool // the scope actor stopped and could not be respawned (faults.go)
 	sending int
 	idle    chan struct{}
 	sup     atomic.Pointer[supervisor]
@@ -105,7 +163,7 @@ type shell struct {
 func (r *Registry) spawnScope(node *core.Node) *Scope {
 	sh := &shell{}
 	sh.handler = messageHandler{reg: r, node: node, shell: sh}
-	sh.pid = r.system.Root.Spawn(actors.ScopeProps(r.system, node, &sh.handler, r.workers.run))
+	sh.pid = r.system.Root.Spawn(actorsys.ScopeProps(r.system, node, &sh.handler, r.workers.run))
 	sc := &Scope{reg: r, node: node, shell: sh}
 	sc.own = &sc.ownStore
 	return sc
@@ -119,9 +177,13 @@ func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
 		sh.mu.Unlock()
 		return ErrScopeDisposed
 	}
+	if sh.lost {
+		sh.mu.Unlock()
+		return errActorLost
+	}
 	sh.sending++
 	sh.mu.Unlock()
-	err := s.reg.mutate(sh, fn) // actors.Apply that survives actor faults (faults.go)
+	err := s.reg.mutate(sh, fn) // actorsys.Mutate that survives actor faults (faults.go)
 	sh.mu.Lock()
 	sh.sending--
 	if sh.sending == 0 && sh.idle != nil {
@@ -154,7 +216,7 @@ func (s *Scope) stop() {
 	if sup := sh.sup.Load(); sup != nil {
 		sup.stop()
 	}
-	s.reg.system.Root.Stop(sh.pid)
+	s.reg.stopActor(sh.pid)
 }
 
 // owner tracks what one handle registered, newest last, so disposal can
@@ -359,7 +421,11 @@ func (s *Scope) Group() (*Scope, error) {
 // A change subscriber (or the error handler) that hears one of this
 // teardown's removals may call Dispose on the same handle (R86): that call
 // returns at once, since the teardown is already under way on the caller's
-// own stack, and completes when the callback returns.
+// own stack, and completes when the callback returns. So does a Dispose
+// from a subscriber whose wait would close a cycle of teardowns waiting for
+// each other (concurrent Disposes of a and b, each subscriber disposing the
+// other scope): it returns once the cycle is seen, and the other teardown
+// completes when this callback returns.
 func (s *Scope) Dispose() {
 	if s.rec == nil && !s.group {
 		return

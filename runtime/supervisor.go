@@ -139,15 +139,27 @@ func (sup *supervisor) kick() { sup.post(supOp{}) }
 // post queues op for the actor and wakes it if the inbox was empty (a
 // non-empty inbox already has a wake on its way, or a respawn will take
 // it). It reports false once the supervisor was asked to stop.
+//
+// The wake is sent after the mutex is released: a wake to a PID that just
+// died is a dead letter, published on this goroutine, and an event-stream
+// subscriber hearing it may call back into the scope (post again) — under
+// the mutex, that deadlocked. Nothing is lost by sending late: pid is read
+// after op is in the inbox, so if that incarnation dies before it takes the
+// inbox, its successor (spawned after the read, Stopped) takes it when it
+// starts; and a wake that arrives after a Step already took the inbox only
+// costs an empty Step.
 func (sup *supervisor) post(op supOp) bool {
 	sup.mu.Lock()
-	defer sup.mu.Unlock()
 	if sup.stopped {
+		sup.mu.Unlock()
 		return false
 	}
 	sup.inbox = append(sup.inbox, op)
-	if len(sup.inbox) == 1 {
-		sup.reg.system.Root.Send(sup.pid, wakeMsg)
+	wake := len(sup.inbox) == 1
+	pid := sup.pid
+	sup.mu.Unlock()
+	if wake {
+		sup.reg.send(pid, wakeMsg)
 	}
 	return true
 }
@@ -184,12 +196,21 @@ func (sup *supervisor) apply(ops []supOp) {
 // Stopped implements actors.SupervisorHost. After stop (the scope is torn
 // down) it drains: every waiter is admitted (R7 lets calls in flight
 // finish), pending turns start. Otherwise protoactor stopped the actor
-// behind our back: respawn it under the same PID; its Started takes the
-// inbox, including anything its predecessor's mailbox dropped.
+// behind our back: respawn it; its Started takes the inbox, including
+// anything its predecessor's mailbox dropped.
+//
+// The new incarnation gets a fresh name, not its predecessor's: protoactor's
+// SpawnNamed makes the name resolvable before the mailbox's handlers are
+// registered, so a send under the old name in that window (anyone holding
+// the old PID: a stop from outside) raced with the setup and could hit a
+// nil dispatcher. Nobody can send to the fresh name before it is published
+// in sup.pid, under the mutex, once the spawn is complete; the old PID stays
+// dead (its messages are dead letters).
 func (sup *supervisor) Stopped() {
 	sup.mu.Lock()
 	if !sup.stopped {
-		pid, err := sup.reg.system.Root.SpawnNamed(sup.props, sup.pid.Id)
+		sys := sup.reg.system
+		pid, err := sys.Root.SpawnNamed(sup.props, sys.ProcessRegistry.NextId())
 		if err == nil {
 			sup.pid = pid
 			sup.mu.Unlock()
@@ -212,12 +233,18 @@ func wake(ws []*admit.Waiter) {
 	}
 }
 
+// stop asks the actor to stop once it has taken what is queued; its
+// Stopped then drains. The poison is sent outside the mutex (see post); if
+// the incarnation it goes to dies first, its Stopped finds stopped set and
+// drains instead of respawning.
 func (sup *supervisor) stop() {
 	sup.mu.Lock()
-	defer sup.mu.Unlock()
 	if sup.stopped {
+		sup.mu.Unlock()
 		return
 	}
 	sup.stopped = true
-	sup.reg.system.Root.Poison(sup.pid)
+	pid := sup.pid
+	sup.mu.Unlock()
+	sup.reg.poisonActor(pid)
 }

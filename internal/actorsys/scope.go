@@ -1,6 +1,15 @@
-package actors
+// Package actorsys holds the scope actor (protoactor-go): the single writer
+// of one scope's layer. It is internal because its Mutate message is an
+// in-process protocol between the runtime and the actor — it carries a
+// function and a channel — and must not be something any actor in the
+// system can send: outside this module it cannot be named. The actor still
+// rejects a malformed Mutate without blocking (no reply channel: dropped;
+// no function: answered with an error; a reply nobody takes: not waited
+// for), so nothing sent to a scope's PID can wedge it.
+package actorsys
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -10,7 +19,9 @@ import (
 
 // Mutate asks a scope actor to apply one change to its layer. Apply is
 // registry code (never user code): a pure function from the current layer to
-// the next. The actor publishes the result and answers on Reply.
+// the next. The actor publishes the result and answers on Reply, which must
+// have room for the answer (buffered): the actor never waits to answer. A
+// Mutate without Reply is dropped unapplied.
 type Mutate struct {
 	Apply func(cur *core.Layer) (*core.Layer, error)
 	Reply chan error
@@ -42,6 +53,15 @@ type Spawner func(f func())
 
 func goSpawn(f func()) { go f() }
 
+// Dispatcher returns a protoactor dispatcher that runs an actor's mailbox
+// loop through run (nil: a new goroutine each time).
+func Dispatcher(run Spawner) actor.Dispatcher {
+	if run == nil {
+		run = goSpawn
+	}
+	return spawnDispatcher{run}
+}
+
 // ScopeProps returns the props of the actor owning node's layer. Requests
 // for h run through run (nil: a new goroutine each).
 func ScopeProps(system *actor.ActorSystem, node *core.Node, h Handler, run Spawner) *actor.Props {
@@ -54,7 +74,7 @@ func ScopeProps(system *actor.ActorSystem, node *core.Node, h Handler, run Spawn
 	// ring buffer (heap per idle scope is a budget, DESIGN.md).
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &scopeActor{node: node, handler: h, system: system, run: run}
-	}, actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(spawnDispatcher{run}))
+	}, actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(Dispatcher(run)))
 }
 
 // spawnDispatcher runs an actor's mailbox loop through a Spawner (the
@@ -75,7 +95,14 @@ func (spawnDispatcher) Throughput() int { return 300 }
 func (a *scopeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *Mutate:
-		m.Reply <- a.apply(m)
+		if m.Reply == nil {
+			return // nobody could learn the outcome: not a mutation of ours
+		}
+		err := a.apply(m)
+		select {
+		case m.Reply <- err:
+		default: // a reply nobody takes must not wedge the actor
+		}
 	case *actor.Stopped:
 		if o, ok := a.handler.(StopObserver); ok {
 			o.ActorStopped() // e.g. respawn from the node's snapshot
@@ -93,20 +120,44 @@ func (a *scopeActor) Receive(ctx actor.Context) {
 		a.run(func() {
 			reply := a.handler.Handle(msg)
 			if reply != nil {
-				a.system.Root.Send(sender, reply)
+				a.reply(sender, reply)
 			}
 		})
 	}
 }
+
+// reply sends a request's answer from a worker goroutine. A reply to a
+// sender that is gone is a dead letter, published synchronously on this
+// goroutine: a panicking event-stream subscriber must not end the process
+// (a worker has nobody above it to recover), so it is contained and handed
+// to the handler if it is a PanicReporter.
+func (a *scopeActor) reply(to *actor.PID, msg any) {
+	defer func() {
+		if p := recover(); p != nil {
+			if r, ok := a.handler.(PanicReporter); ok {
+				r.SubscriberPanicked(p)
+			}
+		}
+	}()
+	a.system.Root.Send(to, msg)
+}
+
+// PanicReporter is implemented by a Handler that wants to hear of a panic
+// contained while its actor's replies were sent (an event-stream subscriber
+// hearing a dead letter).
+type PanicReporter interface{ SubscriberPanicked(p any) }
 
 // apply runs one mutation. It never lets a panic escape: the caller is
 // waiting on Reply, so a failed mutation must still answer.
 func (a *scopeActor) apply(m *Mutate) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("actors: mutation failed: %v", r)
+			err = fmt.Errorf("actorsys: mutation failed: %v", r)
 		}
 	}()
+	if m.Apply == nil {
+		return errors.New("actorsys: mutation without a function")
+	}
 	cur := a.node.Layer()
 	next, err := m.Apply(cur)
 	if err != nil {
