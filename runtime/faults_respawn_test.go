@@ -10,7 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -129,7 +129,7 @@ func TestActorFaults_DeadLetterSubscriberCallingBackDoesNotDeadlock(t *testing.T
 		}
 		s := cur.Load()
 		switch dl.Message.(type) {
-		case *actors.Wake:
+		case *actorsys.Wake:
 			wakes.Add(1)
 			runtime.SupervisorPIDForTest(s) // takes the supervisor's mutex
 			s.Dispose()

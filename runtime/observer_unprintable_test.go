@@ -88,3 +88,31 @@ func TestObservers_R75_UnprintableErrorMessage(t *testing.T) {
 	assert.Equal(t, 2, bytes.Count([]byte(out), []byte("<unprintable thrown value>")), out)
 	assert.NotContains(t, out, "PANIC")
 }
+
+// The same for a change subscriber failing while a removal is announced
+// (R90): the handler reads "<unprintable thrown value>".
+func TestChange_R90_UnprintableSubscriberErrorOnRemoval(t *testing.T) {
+	var mu sync.Mutex
+	var handled []error
+	reg, err := runtime.New(runtime.WithErrorHandler(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		handled = append(handled, err)
+	}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	g := reg.Global()
+	dispose, err := g.Register(runtime.Definition{
+		Name:    "t",
+		Output:  &runtime.Output{Schema: map[string]any{}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "ok", nil },
+	})
+	require.NoError(t, err)
+	_, err = g.OnChange(func() error { return unprintableErr{} })
+	require.NoError(t, err)
+	dispose()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, handled, 1)
+	assert.Equal(t, "change subscriber failed while a removal was announced: <unprintable thrown value>", handled[0].Error())
+}

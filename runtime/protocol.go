@@ -25,7 +25,7 @@ func (h *messageHandler) viewNode() *core.Node {
 	return h.node
 }
 
-// Handle implements actors.Handler.
+// Handle implements actorsys.Handler.
 func (h *messageHandler) Handle(msg any) any {
 	switch m := msg.(type) {
 	case *messages.ExecuteRequest:

@@ -363,7 +363,7 @@ func (g *registration) finish(m *teardownState, counted bool) {
 	}
 	if changed {
 		if err := g.reg.notifyIn(m); err != nil {
-			g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", err))
+			g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/admit"
 	"github.com/toolscope/toolscope/internal/core"
 )
@@ -16,7 +16,7 @@ import (
 // the actor is stateless: if protoactor stops or restarts it behind the
 // registry's back, messages dropped with its mailbox lose nothing — the
 // supervisor respawns it under the same PID and the new incarnation takes
-// the inbox when it starts (actors.SupervisorHost).
+// the inbox when it starts (actorsys.SupervisorHost).
 type supervisor struct {
 	reg  *Registry
 	gate *admit.Gate
@@ -37,10 +37,10 @@ type supervisor struct {
 // supOp is one request: an admission (w), a kick (neither) or a turn.
 type supOp struct {
 	w     *admit.Waiter
-	start func() // a turn's go-ahead (actors.RunTurn)
+	start func() // a turn's go-ahead (actorsys.RunTurn)
 }
 
-var wakeMsg = &actors.Wake{}
+var wakeMsg = &actorsys.Wake{}
 
 // admission returns the shell whose gate admits node's dispatches: the live
 // scope's of node's key, or the global scope's for calls with no agent. nil
@@ -87,7 +87,7 @@ func (r *Registry) supervisorFor(sh *shell) *supervisor {
 		return nil
 	}
 	sup := &supervisor{reg: r, gate: &sh.gate, queue: admit.Queue{G: &sh.gate}}
-	sup.props = actors.SupervisorProps(sup, r.workers.run)
+	sup.props = actorsys.SupervisorProps(sup, r.workers.run)
 	sup.mu.Lock() // Step (on Started) waits until pid is set
 	sup.pid = r.system.Root.Spawn(sup.props)
 	sup.mu.Unlock()
@@ -125,7 +125,7 @@ const (
 
 // send hands a turn to the supervisor unless it is gone.
 func (sup *supervisor) send(msg any) bool {
-	rt, ok := msg.(*actors.RunTurn)
+	rt, ok := msg.(*actorsys.RunTurn)
 	if !ok {
 		return false
 	}
@@ -164,7 +164,7 @@ func (sup *supervisor) post(op supOp) bool {
 	return true
 }
 
-// Step implements actors.SupervisorHost: it takes the inbox and applies it
+// Step implements actorsys.SupervisorHost: it takes the inbox and applies it
 // to the queue in arrival order, on the actor's goroutine.
 func (sup *supervisor) Step() {
 	sup.mu.Lock()
@@ -193,7 +193,7 @@ func (sup *supervisor) apply(ops []supOp) {
 	}
 }
 
-// Stopped implements actors.SupervisorHost. After stop (the scope is torn
+// Stopped implements actorsys.SupervisorHost. After stop (the scope is torn
 // down) it drains: every waiter is admitted (R7 lets calls in flight
 // finish), pending turns start. Otherwise protoactor stopped the actor
 // behind our back: respawn it; its Started takes the inbox, including

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/toolscope/toolscope/actors"
+	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/internal/jsonv"
 	"github.com/toolscope/toolscope/internal/sched"
@@ -142,7 +142,7 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	ctx = c
 	if sup := r.supervisorOf(node); sup != nil {
 		ready := make(chan struct{})
-		if sup.send(&actors.RunTurn{Start: func() { close(ready) }}) {
+		if sup.send(&actorsys.RunTurn{Start: func() { close(ready) }}) {
 			<-ready
 		}
 	}

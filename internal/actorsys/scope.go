@@ -6,6 +6,19 @@
 // rejects a malformed Mutate without blocking (no reply channel: dropped;
 // no function: answered with an error; a reply nobody takes: not waited
 // for), so nothing sent to a scope's PID can wedge it.
+//
+// It also holds the supervisor actor shell (supervisor.go): one per scope,
+// spawned on first contention or turn. It decides admission (internal/admit)
+// — parallel calls overlap, an exclusive call runs alone, first come first
+// served — and gives each turn its go-ahead. Its queue and pending requests
+// live with its host (SupervisorHost); a Wake message only tells it to
+// look, so a Wake sent by anyone else costs one empty step and nothing more.
+//
+// State lives in the published snapshots and the supervisor's host, not in
+// the actor structs, so an actor restarted by protoactor — or stopped and
+// respawned by the runtime — carries on with the same registrations and
+// admission queue, and no request is lost with a dropped mailbox. Only
+// package runtime uses this package.
 package actorsys
 
 import (

@@ -1,10 +1,6 @@
-package actors
+package actorsys
 
-import (
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/toolscope/toolscope/internal/actorsys"
-)
+import "github.com/asynkron/protoactor-go/actor"
 
 // Wake tells a supervisor that its host has work queued (admissions,
 // releases, turns). The work itself lives with the host, not in the
@@ -34,10 +30,10 @@ type supervisorActor struct {
 
 // SupervisorProps returns the props of a scope's supervisor working for
 // host; its mailbox runs through run (nil: a new goroutine each time).
-func SupervisorProps(host SupervisorHost, run actorsys.Spawner) *actor.Props {
+func SupervisorProps(host SupervisorHost, run Spawner) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisorActor{host: host}
-	}, actor.WithDispatcher(actorsys.Dispatcher(run)))
+	}, actor.WithDispatcher(Dispatcher(run)))
 }
 
 // Receive implements actor.Actor.
