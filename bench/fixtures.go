@@ -134,14 +134,14 @@ func registerFillers(reg *runtime.Registry, n int) {
 // addFullPipeline installs 1 pre-execute hook, 1 guard, 1 post-execute
 // hook and 1 result observer, each a pass-through.
 func addFullPipeline(s *runtime.Scope) {
-	must(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	must(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return next()
 	}))
-	must(s.Guard(func(e runtime.Execution) (string, bool) { return "", false }))
-	must(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	must(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) { return "", false }))
+	must(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		return next()
 	}))
-	must(s.OnResult(func(e runtime.Execution, r *runtime.Result) error { return nil }))
+	must(s.OnResult(func(_ context.Context, e runtime.Execution, r *runtime.Result) error { return nil }))
 }
 
 func (w *world) close() { _ = w.reg.Close(context.Background()) }

@@ -118,7 +118,7 @@ func r3ExclusiveBetweenParallel(t *testing.T, trial int) (inOrder bool) {
 	r3M(s.Register(r3GatedTool("par", g, true)))
 	r3M(s.Register(r3GatedTool("ex", g, false)))
 	eAtGate := make(chan struct{})
-	r3M(s.Guard(func(e runtime.Execution) (string, bool) {
+	r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 		if e.Name() == "ex" {
 			close(eAtGate) // the exclusive call now asks for admission
 		}
@@ -183,7 +183,7 @@ func TestAdmission_PreExecuteAndGuardsDoNotWaitOnAnotherCallsBody(t *testing.T) 
 	r3M(s.Register(r3GatedTool("ex", g, false)))
 	r3M(s.Register(r3Const("other", 1)))
 	reached := make(chan string, 4)
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if e.Name() == "other" {
 			reached <- "pre"
 			return runtime.Deny("stop here"), nil

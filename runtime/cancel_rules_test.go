@@ -33,27 +33,27 @@ func TestCancel_R79_PreCancelledEntry(t *testing.T) {
 		tr.add("body")
 		return 1, nil
 	})
-	d.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+	d.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 		tr.add("finalizer")
 		return nil, nil
 	}
 	r3M(s.Register(d))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		tr.add("pre")
 		return next()
 	}))
-	r3M(s.Guard(func(runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		tr.add("around")
 		return next(nil), nil
 	}))
-	r3M(s.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		tr.add("post")
 		return next()
 	}))
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), r3Key{}, "caller"))
 	cancel()
-	r3M(s.OnResult(func(e runtime.Execution, r *runtime.Result) error {
+	r3M(s.OnResult(func(_ context.Context, e runtime.Execution, r *runtime.Result) error {
 		tr.add("observer")
 		assert.False(t, e.Token().IsZero(), "observer view has the token")
 		assert.Equal(t, "caller", e.Context().Value(r3Key{}), "observer view has the caller ctx")
@@ -74,7 +74,7 @@ func TestCancel_R79_PreCancelledEntryApproverNotCalled(t *testing.T) {
 	}))
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Const("t", 1)))
-	r3M(s.OnPreExecute(func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return runtime.Ask(), nil
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -97,7 +97,7 @@ func TestCancel_R80_DuringGateOutcomeAllow(t *testing.T) {
 			}))
 			s := r3Scope(t, reg, "a")
 			body := r3Counting(s, "t", 1)
-			r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				switch where {
 				case "pre-execute":
 					cancel()
@@ -106,14 +106,14 @@ func TestCancel_R80_DuringGateOutcomeAllow(t *testing.T) {
 				}
 				return next()
 			}))
-			r3M(s.Guard(func(runtime.Execution) (string, bool) {
+			r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) {
 				if where == "guard" {
 					cancel()
 				}
 				return "", false
 			}))
 			var postSaw atomic.Value
-			r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+			r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 				postSaw.Store(r.Code())
 				return next()
 			}))
@@ -132,15 +132,15 @@ func TestCancel_R80_DuringGateDenialOrFailureKept(t *testing.T) {
 		approver runtime.ApprovalOutcome
 		want     string
 	}{
-		"pre-execute deny": {pre: func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+		"pre-execute deny": {pre: func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 			return runtime.Deny("denied"), nil
 		}, want: "denied"},
-		"pre-execute failure": {pre: func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+		"pre-execute failure": {pre: func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 			return runtime.Decision{}, errors.New("pre failed")
 		}, want: "pre failed"},
-		"guard denial":  {guard: func(runtime.Execution) (string, bool) { return "guard denied", true }, want: "guard denied"},
-		"guard failure": {guard: func(runtime.Execution) (string, bool) { panic("guard failed") }, want: "guard failed"},
-		"approval rejected": {pre: func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+		"guard denial":  {guard: func(context.Context, runtime.Execution) (string, bool) { return "guard denied", true }, want: "guard denied"},
+		"guard failure": {guard: func(context.Context, runtime.Execution) (string, bool) { panic("guard failed") }, want: "guard failed"},
+		"approval rejected": {pre: func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 			return runtime.Ask(), nil
 		}, approver: runtime.ApprovalRejected, want: `the user rejected tool "t"`},
 	}
@@ -155,15 +155,15 @@ func TestCancel_R80_DuringGateDenialOrFailureKept(t *testing.T) {
 			s := r3Scope(t, reg, "a")
 			r3Counting(s, "t", 1)
 			if c.pre != nil {
-				r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+				r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 					cancel()
-					return c.pre(e, next)
+					return c.pre(e.Context(), e, next)
 				}))
 			}
 			if c.guard != nil {
-				r3M(s.Guard(func(e runtime.Execution) (string, bool) {
+				r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 					cancel()
-					return c.guard(e)
+					return c.guard(e.Context(), e)
 				}))
 			}
 			r3Plain(t, r3Exec(t, s, ctx, r3Call("t", nil)), c.want)
@@ -288,7 +288,7 @@ func TestCancel_R80_AfterBodyWhileWrapperWaits(t *testing.T) {
 		return r, nil
 	}))
 	var postSaw atomic.Value
-	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		postSaw.Store(r.Code())
 		return next()
 	}))
@@ -307,7 +307,7 @@ func TestCancel_R80_AfterBodyWhilePostExecuteWaits(t *testing.T) {
 	})))
 	ctx, cancel := context.WithCancel(context.Background())
 	dec := runtime.Message{Role: "system", Text: "decision"}
-	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		assert.False(t, r.IsError())
 		cancel()
 		return runtime.Accept().WithContexts(dec), nil
@@ -326,7 +326,7 @@ func TestCancel_R80_ShortCircuitAfterGateBeforeDispatchNoBodyIsABD(t *testing.T)
 	r3M(s.OnExecute(func(c context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		return runtime.Success(3), nil
 	}))
-	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		cancel()
 		return next()
 	}))
@@ -353,7 +353,7 @@ func TestCancel_R80_FailuresAfterCancellationKept(t *testing.T) {
 		s := r3Scope(t, reg, "a")
 		r3Counting(s, "t", 1)
 		ctx, cancel := context.WithCancel(context.Background())
-		r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 			cancel()
 			panic("post failed")
 		}))
@@ -365,7 +365,7 @@ func TestCancel_R80_FailuresAfterCancellationKept(t *testing.T) {
 		r3M(s.Register(r3TimeoutTool("t", time.Millisecond)))
 		r3M(s.OnExecute(reg.TimeoutHook()))
 		ctx, cancel := context.WithCancel(context.Background())
-		r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 			assert.Equal(t, runtime.CodeToolTimeout, r.Code())
 			cancel()
 			return next()
@@ -381,7 +381,7 @@ func TestCancel_R82_HooksAwaitedAndRechecked(t *testing.T) {
 	body := r3Counting(s, "t", 1)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var hookDone atomic.Bool
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		close(entered)
 		<-release
 		hookDone.Store(true)
@@ -415,7 +415,7 @@ func TestCancel_R82_ApproverAwaitedAfterCancel(t *testing.T) {
 	}))
 	s := r3Scope(t, reg, "a")
 	r3Counting(s, "t", 1)
-	r3M(s.OnPreExecute(func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return runtime.Ask(), nil
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -546,7 +546,7 @@ func TestCancel_R80_ApprovalCancelledWhileCallerCancelled(t *testing.T) {
 	}))
 	s := r3Scope(t, reg, "a")
 	body := r3Counting(s, "t", 1)
-	r3M(s.OnPreExecute(func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return runtime.Ask("confirm"), nil
 	}))
 	post := r3PostSpy(t, s)

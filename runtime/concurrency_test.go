@@ -75,7 +75,7 @@ func (w *ccWorker) run(id, rounds int) {
 	require.NoError(t, err)
 	w.child, err = w.s.NewScope(w.key + "c")
 	require.NoError(t, err)
-	_, err = w.s.Guard(func(runtime.Execution) (string, bool) { w.guard.Add(1); return "", false })
+	_, err = w.s.Guard(func(context.Context, runtime.Execution) (string, bool) { w.guard.Add(1); return "", false })
 	require.NoError(t, err)
 	w.disposer = map[string]func(){}
 	for i := 0; i < rounds; i++ {
@@ -167,7 +167,7 @@ func TestConcurrency_ManyScopesInvariants(t *testing.T) {
 	_, err := reg.Global().OnChange(func() error { changes.Add(1); return nil })
 	require.NoError(t, err)
 	var globalGuard atomic.Int64
-	_, err = reg.Global().Guard(func(runtime.Execution) (string, bool) { globalGuard.Add(1); return "", false })
+	_, err = reg.Global().Guard(func(context.Context, runtime.Execution) (string, bool) { globalGuard.Add(1); return "", false })
 	require.NoError(t, err)
 
 	const workers, rounds, churners, churnRounds = 8, 80, 2, 60
@@ -395,7 +395,7 @@ func TestConcurrency_R7_MutationsRacingDisposeLeakNothing(t *testing.T) {
 					} else {
 						assert.ErrorIs(t, err, runtime.ErrScopeDisposed)
 					}
-					_, err = target.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+					_, err = target.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 						hookCalls.Add(1)
 						return next()
 					})

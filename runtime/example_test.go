@@ -94,7 +94,7 @@ func ExampleScope_Execute() {
 	agent, _ := reg.NewScope("agent")
 
 	// A guard is a deny-only check.
-	agent.Guard(func(e runtime.Execution) (string, bool) {
+	agent.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 		args, _ := e.Arguments()
 		var in struct{ Name string }
 		json.Unmarshal(args, &in)

@@ -35,7 +35,7 @@ type execState struct {
 	// args (classification), so the body does not validate them again.
 	argsChecked *jsonv.Schema
 
-	finalizer func(Execution, *Result) ([]Block, error)
+	finalizer func(context.Context, Execution, *Result) ([]Block, error)
 	chainTool *toolDef   // what chain resolves name to (nil: no such tool); kept in step with chain
 	rc        RunContext // handed to the body; embedded to save an allocation
 

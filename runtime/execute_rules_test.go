@@ -176,7 +176,7 @@ func r3Aborted(t testing.TB, res *runtime.Result) {
 // r3PostSpy registers a post-execute hook that records whether it ran.
 func r3PostSpy(t testing.TB, s *runtime.Scope) *atomic.Int32 {
 	var n atomic.Int32
-	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		n.Add(1)
 		return next()
 	}))
@@ -193,7 +193,7 @@ func TestExecute_R37_GuardOrderGlobalThenFarthestAncestorToAgent(t *testing.T) {
 	r3M(reg.Global().Register(r3Const("t", 1)))
 	var tr r3Trace
 	g := func(name string) runtime.Guard {
-		return func(runtime.Execution) (string, bool) { tr.add(name); return "", false }
+		return func(context.Context, runtime.Execution) (string, bool) { tr.add(name); return "", false }
 	}
 	r3M(child.Guard(g("child1")))
 	r3M(root.Guard(g("root1")))
@@ -211,9 +211,9 @@ func TestExecute_R37_FirstDenialWinsLaterGuardsNotCalled(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	r3M(reg.Global().Register(r3Const("t", 1)))
 	var tr r3Trace
-	r3M(reg.Global().Guard(func(runtime.Execution) (string, bool) { tr.add("g1"); return "", false }))
-	r3M(s.Guard(func(runtime.Execution) (string, bool) { tr.add("s1"); return "nope", true }))
-	r3M(s.Guard(func(runtime.Execution) (string, bool) { tr.add("s2"); return "later", true }))
+	r3M(reg.Global().Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("g1"); return "", false }))
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("s1"); return "nope", true }))
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("s2"); return "later", true }))
 	res := r3Exec(t, s, context.Background(), r3Call("t", nil))
 	r3Plain(t, res, "nope")
 	assert.Equal(t, []string{"g1", "s1"}, tr.get())
@@ -224,8 +224,8 @@ func TestExecute_R37_NoAgentConsultsOnlyGlobalGuards(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	r3M(reg.Global().Register(r3Const("t", 1)))
 	var scoped, global atomic.Int32
-	r3M(s.Guard(func(runtime.Execution) (string, bool) { scoped.Add(1); return "scoped", true }))
-	r3M(reg.Global().Guard(func(runtime.Execution) (string, bool) { global.Add(1); return "", false }))
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { scoped.Add(1); return "scoped", true }))
+	r3M(reg.Global().Guard(func(context.Context, runtime.Execution) (string, bool) { global.Add(1); return "", false }))
 	r3Success(t, reg.Execute(context.Background(), r3Call("t", nil)), "1")
 	r3Success(t, r3Exec(t, reg.Global(), context.Background(), r3Call("t", nil)), "1")
 	assert.Equal(t, int32(0), scoped.Load())
@@ -238,8 +238,11 @@ func TestExecute_R38_GuardsOnlyAfterAllowAndMonotonic(t *testing.T) {
 	r3M(s.Register(r3Const("t", 1)))
 	var guardCalls atomic.Int32
 	var deny atomic.Bool
-	r3M(s.Guard(func(runtime.Execution) (string, bool) { guardCalls.Add(1); return "guard says no", true }))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) {
+		guardCalls.Add(1)
+		return "guard says no", true
+	}))
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if deny.Load() {
 			return runtime.Deny("hook says no"), nil
 		}
@@ -263,7 +266,7 @@ func TestExecute_R39_DenialIsPostResultGuardPanicIsFinal(t *testing.T) {
 		return 1, nil
 	})))
 	var mode atomic.Int32
-	r3M(s.Guard(func(runtime.Execution) (string, bool) {
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) {
 		switch mode.Load() {
 		case 0:
 			return "denied", true
@@ -295,18 +298,18 @@ func TestExecute_R40_LiveIterationAppendedConsultedRemovedSkipped(t *testing.T) 
 	var tr r3Trace
 	var disposeG2 func()
 	var once sync.Once
-	r3M(s.Guard(func(runtime.Execution) (string, bool) {
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) {
 		tr.add("g1")
 		once.Do(func() {
 			disposeG2()
-			_, err := s.Guard(func(runtime.Execution) (string, bool) { tr.add("g3"); return "", false })
+			_, err := s.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("g3"); return "", false })
 			if err != nil {
 				panic(err)
 			}
 		})
 		return "", false
 	}))
-	disposeG2 = r3M(s.Guard(func(runtime.Execution) (string, bool) { tr.add("g2"); return "", false }))
+	disposeG2 = r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("g2"); return "", false }))
 	r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", nil)), "1")
 	assert.Equal(t, []string{"g1", "g3"}, tr.get())
 }
@@ -318,13 +321,16 @@ func TestExecute_R40_Surprise_EmptiedLayerNewcomerWaitsForNextExecution(t *testi
 	var tr r3Trace
 	var self func()
 	var mu sync.Mutex
-	self = r3M(s.Guard(func(runtime.Execution) (string, bool) {
+	self = r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) {
 		tr.add("only")
 		mu.Lock()
 		d := self
 		mu.Unlock()
 		d() // the layer's guard list becomes empty
-		_, err := s.Guard(func(runtime.Execution) (string, bool) { tr.add("newcomer"); return "newcomer denies", true })
+		_, err := s.Guard(func(context.Context, runtime.Execution) (string, bool) {
+			tr.add("newcomer")
+			return "newcomer denies", true
+		})
 		if err != nil {
 			panic(err)
 		}
@@ -344,7 +350,7 @@ func TestExecute_R41_RootCallIDDefaultsToCallID(t *testing.T) {
 	r3M(s.Register(r3Const("t", 1)))
 	var got [][2]string
 	var mu sync.Mutex
-	r3M(s.OnResult(func(e runtime.Execution, _ *runtime.Result) error {
+	r3M(s.OnResult(func(_ context.Context, e runtime.Execution, _ *runtime.Result) error {
 		mu.Lock()
 		got = append(got, [2]string{e.CallID(), e.RootCallID()})
 		mu.Unlock()
@@ -382,20 +388,23 @@ func TestExecute_R42_R45_ArgumentSnapshotReadOnceIndependentCopies(t *testing.T)
 			a[i] = 'X' // mutating a copy changes nothing
 		}
 	}
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		check("pre", e)
 		return next()
 	}))
-	r3M(s.Guard(func(e runtime.Execution) (string, bool) { check("guard", e); return "", false }))
+	r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) { check("guard", e); return "", false }))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		check("around", e)
 		return next(nil), nil
 	}))
-	r3M(s.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		check("post", e)
 		return next()
 	}))
-	r3M(s.OnResult(func(e runtime.Execution, _ *runtime.Result) error { check("observer", e); return nil }))
+	r3M(s.OnResult(func(_ context.Context, e runtime.Execution, _ *runtime.Result) error {
+		check("observer", e)
+		return nil
+	}))
 
 	r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", callerArgs)), `"ok"`)
 	want := `{"list":["a"],"x":1}`
@@ -428,13 +437,13 @@ func TestExecute_R43_OneTokenPerExecutionSharedByAllStages(t *testing.T) {
 		return !res.IsError(), nil
 	})))
 	top := func(e runtime.Execution) bool { return e.Name() == "t" }
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if top(e) {
 			rec("pre", e.Token())
 		}
 		return next()
 	}))
-	r3M(s.Guard(func(e runtime.Execution) (string, bool) {
+	r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 		if top(e) {
 			rec("guard", e.Token())
 		}
@@ -446,13 +455,13 @@ func TestExecute_R43_OneTokenPerExecutionSharedByAllStages(t *testing.T) {
 		}
 		return next(nil), nil
 	}))
-	r3M(s.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		if top(e) {
 			rec("post", e.Token())
 		}
 		return next()
 	}))
-	r3M(s.OnResult(func(e runtime.Execution, _ *runtime.Result) error {
+	r3M(s.OnResult(func(_ context.Context, e runtime.Execution, _ *runtime.Result) error {
 		if top(e) {
 			rec("observer", e.Token())
 			assert.True(t, e.Parent().IsZero())
@@ -480,18 +489,18 @@ func TestExecute_R44_R73_EntryCapturedFinalizerRunsEvenAfterReplacement(t *testi
 	s := r3Scope(t, reg, "a")
 	var oldFin, newFin atomic.Int32
 	old := r3Const("t", "old")
-	old.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+	old.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 		oldFin.Add(1)
 		return nil, nil
 	}
 	disposeOld := r3M(s.Register(old))
 	repl := r3Const("t", "new")
-	repl.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+	repl.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 		newFin.Add(1)
 		return nil, nil
 	}
 	var replaced atomic.Bool
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if replaced.CompareAndSwap(false, true) {
 			disposeOld()
 			if _, err := s.Register(repl); err != nil {
@@ -515,12 +524,12 @@ func TestExecute_R73_NameNotVisibleAtEntryHasNoFinalizer(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	var fin atomic.Int32
 	def := r3Const("late", 1)
-	def.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+	def.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 		fin.Add(1)
 		return nil, nil
 	}
 	var once sync.Once
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		var err error
 		once.Do(func() { _, err = s.Register(def) })
 		if err != nil {
@@ -602,27 +611,27 @@ func TestExecute_R48_ArgumentFailureSkipsStagesRunsFinalizerObserversSeeAbsentAr
 		tr.add("body")
 		return 1, nil
 	})
-	def.FinalizeContent = func(e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
+	def.FinalizeContent = func(_ context.Context, e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
 		tr.add("finalizer")
 		_, ok := e.Arguments()
 		assert.False(t, ok)
 		return nil, nil
 	}
 	r3M(s.Register(def))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		tr.add("pre")
 		return runtime.Ask("?"), nil
 	}))
-	r3M(s.Guard(func(runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		tr.add("around")
 		return next(nil), nil
 	}))
-	r3M(s.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		tr.add("post")
 		return next()
 	}))
-	r3M(s.OnResult(func(e runtime.Execution, r *runtime.Result) error {
+	r3M(s.OnResult(func(_ context.Context, e runtime.Execution, r *runtime.Result) error {
 		a, ok := e.Arguments()
 		assert.False(t, ok, "observers see absent arguments")
 		assert.Nil(t, a)
@@ -665,7 +674,7 @@ func TestExecute_R49_R46_StageOrderTrace(t *testing.T) {
 		tr.add("meta")
 		return map[string]any{"m": 1}, nil
 	}
-	def.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+	def.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 		tr.add("finalizer")
 		return nil, nil
 	}
@@ -675,8 +684,8 @@ func TestExecute_R49_R46_StageOrderTrace(t *testing.T) {
 	}))
 	s2 := r3Scope(t, reg2, "a")
 	r3M(s2.Register(def))
-	r3M(s2.OnResult(func(runtime.Execution, *runtime.Result) error { tr.add("observer"); return nil }))
-	r3M(s2.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s2.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { tr.add("observer"); return nil }))
+	r3M(s2.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		tr.add("post")
 		return next()
 	}))
@@ -686,8 +695,8 @@ func TestExecute_R49_R46_StageOrderTrace(t *testing.T) {
 		tr.add("around<")
 		return r, nil
 	}))
-	r3M(s2.Guard(func(runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
-	r3M(s2.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s2.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
+	r3M(s2.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		tr.add("pre")
 		return runtime.Ask(), nil
 	}))
@@ -736,7 +745,7 @@ func TestExecute_R52_PreExecuteWaterfallOrderNextAndVeto(t *testing.T) {
 	var tr r3Trace
 	var vetoAt atomic.Int32
 	mk := func(name string, idx int32) runtime.PreExecuteHook {
-		return func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+		return func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 			tr.add(name + ">")
 			if vetoAt.Load() == idx {
 				return runtime.Deny("veto by " + name), nil
@@ -763,14 +772,14 @@ func TestExecute_R52_OuterHookOverridesInnerDecision(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Const("t", 1)))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		d, err := next()
 		require.NoError(t, err)
 		assert.Equal(t, runtime.DecisionDeny, d.Kind)
 		assert.Equal(t, "inner", d.Reason)
 		return runtime.Allow(), nil
 	}))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return runtime.Deny("inner"), nil
 	}))
 	r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", nil)), "1")
@@ -781,11 +790,11 @@ func TestExecute_R53_UnknownNamesReachPolicy(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	var pre, guard atomic.Int32
 	var deny atomic.Bool
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		pre.Add(1)
 		return next()
 	}))
-	r3M(s.Guard(func(runtime.Execution) (string, bool) {
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) {
 		guard.Add(1)
 		return "no such luck", deny.Load()
 	}))
@@ -804,17 +813,19 @@ func TestExecute_R54_PreExecuteFailureIsFinal(t *testing.T) {
 		check func(t *testing.T, r *runtime.Result)
 	}{
 		"panic": {
-			hook:  func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) { panic("pre boom") },
+			hook: func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+				panic("pre boom")
+			},
 			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, "pre boom") },
 		},
 		"error": {
-			hook: func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+			hook: func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 				return runtime.Decision{}, errors.New("pre err")
 			},
 			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, "pre err") },
 		},
 		"coded": {
-			hook: func(runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
+			hook: func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 				return runtime.Decision{}, runtime.NewError("PolicyError", "POLICY", "coded pre")
 			},
 			check: func(t *testing.T, r *runtime.Result) { r3Coded(t, r, "PolicyError", "POLICY", "coded pre") },
@@ -830,7 +841,7 @@ func TestExecute_R54_PreExecuteFailureIsFinal(t *testing.T) {
 				return 1, nil
 			})))
 			r3M(s.OnPreExecute(c.hook))
-			r3M(s.Guard(func(runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
+			r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { tr.add("guard"); return "", false }))
 			r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 				tr.add("around")
 				return next(nil), nil
@@ -841,7 +852,7 @@ func TestExecute_R54_PreExecuteFailureIsFinal(t *testing.T) {
 			assert.Equal(t, int32(0), post.Load())
 			// The scope keeps serving.
 			c2 := r3Call("t", nil)
-			r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				return runtime.Allow(), nil
 			}, runtime.Prepend()))
 			r3Success(t, r3Exec(t, s, context.Background(), c2), "1")
@@ -930,7 +941,7 @@ func TestExecute_R55_ApprovalTable(t *testing.T) {
 				body.Store(true)
 				return 1, nil
 			})))
-			r3M(reg.Global().OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			r3M(reg.Global().OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				return runtime.Ask(c.reason...), nil
 			}))
 			post := r3PostSpy(t, reg.Global())
@@ -962,7 +973,7 @@ func TestExecute_R55_ApproverReceivesReasonOnlyIfGiven(t *testing.T) {
 	}))
 	s := r3Scope(t, reg, "ag")
 	r3M(s.Register(r3Const("t", 1)))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return runtime.Ask("why"), nil
 	}))
 	r3Exec(t, s, context.Background(), runtime.Call{ID: "c9", Name: "t"})
@@ -978,9 +989,9 @@ func TestExecute_R56_CancelledAfterGateIsAbortedBeforeDispatchPostResult(t *test
 		return 1, nil
 	})))
 	ctx, cancel := context.WithCancel(context.Background())
-	r3M(s.Guard(func(runtime.Execution) (string, bool) { cancel(); return "", false }))
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) { cancel(); return "", false }))
 	var postSaw runtime.Code
-	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		postSaw = r.Code()
 		return next()
 	}))
@@ -999,7 +1010,7 @@ func TestExecute_R57_DenialShapeAndKeptAfterCancel(t *testing.T) {
 	})))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		cancel() // the denial settles after the caller cancelled
 		return runtime.Deny("not today"), nil
 	}))
@@ -1117,11 +1128,11 @@ func TestExecute_R59_NilCtxUnchangedAndPostSeesCallerCtx(t *testing.T) {
 		assert.Equal(t, "caller", e.Context().Value(r3Key{}))
 		assert.Nil(t, e.Context().Value(wk{}), "post-execute and observers see the caller ctx")
 	}
-	r3M(s.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		check(e)
 		return next()
 	}))
-	r3M(s.OnResult(func(e runtime.Execution, _ *runtime.Result) error { check(e); return nil }))
+	r3M(s.OnResult(func(_ context.Context, e runtime.Execution, _ *runtime.Result) error { check(e); return nil }))
 	ctx := context.WithValue(context.Background(), r3Key{}, "caller")
 	r3Success(t, r3Exec(t, s, ctx, r3Call("t", nil)), `["caller","outer"]`)
 }
@@ -1181,12 +1192,12 @@ func TestExecute_R61_UnknownToolWhenDisposedBetweenEntryAndDispatch(t *testing.T
 		body.Store(true)
 		return 1, nil
 	})
-	def.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+	def.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 		fin.Add(1)
 		return nil, nil
 	}
 	dispose := r3M(s.Register(def))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		dispose()
 		return next()
 	}))
@@ -1202,7 +1213,7 @@ func TestExecute_R61_UnknownToolWhenRestrictedAfterEntry(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	r3M(reg.Global().Register(r3Const("t", 1)))
 	var once sync.Once
-	r3M(s.Guard(func(runtime.Execution) (string, bool) {
+	r3M(s.Guard(func(context.Context, runtime.Execution) (string, bool) {
 		once.Do(func() {
 			_, err := s.Restrict(runtime.Restriction{Deny: []string{"t"}})
 			assert.NoError(t, err)
@@ -1250,7 +1261,7 @@ func TestExecute_R62_R63_SuccessCreationFailures(t *testing.T) {
 				aroundSaw = r.Code()
 				return r, nil
 			}))
-			r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+			r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 				postSaw = r.Code()
 				return next()
 			}))
@@ -1534,7 +1545,7 @@ func TestExecute_R67_PostExecuteAudience(t *testing.T) {
 			r3M(s.Register(r3Tool("fails", func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
 				return nil, errors.New("x")
 			})))
-			r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				switch e.Name() {
 				case "deny":
 					return runtime.Deny("no"), nil
@@ -1543,7 +1554,7 @@ func TestExecute_R67_PostExecuteAudience(t *testing.T) {
 				}
 				return next()
 			}))
-			r3M(s.Guard(func(e runtime.Execution) (string, bool) {
+			r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 				if e.Name() == "guardfail" {
 					panic("x")
 				}
@@ -1572,7 +1583,7 @@ func TestExecute_R68_PostHooksOrderInputsDefaultAccept(t *testing.T) {
 	r3M(s.Register(r3Const("t", 1)))
 	var tr r3Trace
 	mk := func(name string) runtime.PostExecuteHook {
-		return func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		return func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 			tr.add(name + ">")
 			v, _ := r.Value()
 			assert.JSONEq(t, "1", string(v))
@@ -1600,7 +1611,7 @@ func r3PostDecide(t *testing.T, def runtime.Definition, dec func(r *runtime.Resu
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(def))
-	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		return dec(r), nil
 	}))
 	return r3Exec(t, s, context.Background(), r3Call(def.Name, nil))
@@ -1683,7 +1694,7 @@ func TestExecute_R69_AcceptValueInvalidOrGone(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	dispose := r3M(s.Register(r3Const("t", 1)))
-	r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		dispose()
 		return runtime.AcceptValue(2), nil
 	}))
@@ -1739,7 +1750,7 @@ func TestExecute_R70_ContextsRules(t *testing.T) {
 		r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 			return next(nil).WithContexts(runtime.Message{Role: "system", Text: "w"}), nil
 		}))
-		r3M(s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 			return runtime.Accept().WithContexts(dec), nil
 		}))
 		res := r3Exec(t, s, context.Background(), r3Call("t", nil))
@@ -1765,10 +1776,10 @@ func TestExecute_R70_ContextsRules(t *testing.T) {
 
 func TestExecute_R71_PostFailureGoesToFinishWithoutContexts(t *testing.T) {
 	for name, hook := range map[string]runtime.PostExecuteHook{
-		"panic": func(runtime.Execution, *runtime.Result, func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		"panic": func(context.Context, runtime.Execution, *runtime.Result, func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 			panic("post boom")
 		},
-		"error": func(runtime.Execution, *runtime.Result, func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		"error": func(context.Context, runtime.Execution, *runtime.Result, func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 			return runtime.PostDecision{}, errors.New("post boom")
 		},
 	} {
@@ -1777,7 +1788,7 @@ func TestExecute_R71_PostFailureGoesToFinishWithoutContexts(t *testing.T) {
 			s := r3Scope(t, reg, "a")
 			var fin atomic.Int32
 			d := r3MetaTool(1, true, nil)
-			d.FinalizeContent = func(_ runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
+			d.FinalizeContent = func(_ context.Context, _ runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
 				fin.Add(1)
 				assert.Equal(t, "post boom", r.ErrorMessage())
 				return nil, nil
@@ -1799,14 +1810,14 @@ func TestExecute_R72_R74_FinalizerOnceChangesContentOnly(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	var calls atomic.Int32
 	d := r3MetaTool(1, true, nil)
-	d.FinalizeContent = func(e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
+	d.FinalizeContent = func(_ context.Context, e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
 		calls.Add(1)
 		assert.Equal(t, "t", e.Name())
 		return []runtime.Block{runtime.Text("finalized: " + r.Text())}, nil
 	}
 	r3M(s.Register(d))
 	var observed *runtime.Result
-	r3M(s.OnResult(func(_ runtime.Execution, r *runtime.Result) error { observed = r; return nil }))
+	r3M(s.OnResult(func(_ context.Context, _ runtime.Execution, r *runtime.Result) error { observed = r; return nil }))
 	res := r3Exec(t, s, context.Background(), r3Call("t", nil))
 	r3Success(t, res, "1")
 	assert.Equal(t, []runtime.Block{runtime.Text("finalized: 1")}, res.Content())
@@ -1823,7 +1834,7 @@ func TestExecute_R72_FinalizerNilKeepsContent(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	d := r3Const("t", 3)
-	d.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) { return nil, nil }
+	d.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) { return nil, nil }
 	r3M(s.Register(d))
 	res := r3Exec(t, s, context.Background(), r3Call("t", nil))
 	assert.Equal(t, []runtime.Block{runtime.Text("3")}, res.Content())
@@ -1831,14 +1842,16 @@ func TestExecute_R72_FinalizerNilKeepsContent(t *testing.T) {
 
 func TestExecute_R72_PanickingOrUnsafeFinalizerBecomesFailureNotCalledAgain(t *testing.T) {
 	cases := map[string]struct {
-		fin  func(runtime.Execution, *runtime.Result) ([]runtime.Block, error)
+		fin  func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error)
 		want string
 	}{
-		"panic": {fin: func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) { panic("finalizer boom") }, want: "finalizer boom"},
-		"error": {fin: func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+		"panic": {fin: func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+			panic("finalizer boom")
+		}, want: "finalizer boom"},
+		"error": {fin: func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 			return nil, errors.New("finalizer err")
 		}, want: "finalizer err"},
-		"unsafe content": {fin: func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
+		"unsafe content": {fin: func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) {
 			return []runtime.Block{{Type: "image", Data: json.RawMessage(`nope`)}}, nil
 		}, want: "tool result must be losslessly JSON-serializable"},
 	}
@@ -1848,13 +1861,13 @@ func TestExecute_R72_PanickingOrUnsafeFinalizerBecomesFailureNotCalledAgain(t *t
 			s := r3Scope(t, reg, "a")
 			var calls atomic.Int32
 			d := r3MetaTool(1, true, nil)
-			d.FinalizeContent = func(e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
+			d.FinalizeContent = func(_ context.Context, e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
 				calls.Add(1)
-				return c.fin(e, r)
+				return c.fin(e.Context(), e, r)
 			}
 			r3M(s.Register(d))
 			var obs atomic.Int32
-			r3M(s.OnResult(func(runtime.Execution, *runtime.Result) error { obs.Add(1); return nil }))
+			r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { obs.Add(1); return nil }))
 			res := r3Exec(t, s, context.Background(), r3Call("t", nil))
 			r3Plain(t, res, c.want)
 			assert.Equal(t, int32(1), calls.Load())
@@ -1871,7 +1884,7 @@ func TestExecute_R72_UnsafeCandidateMaterializationFailure(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	var finSaw string
 	d := r3Const("t", 1)
-	d.FinalizeContent = func(_ runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
+	d.FinalizeContent = func(_ context.Context, _ runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
 		finSaw = r.ErrorMessage()
 		return nil, nil
 	}
@@ -1890,13 +1903,13 @@ func TestExecute_R73_FinalizerRunsForFinalFailuresArgFailureAndPreCancel(t *test
 	s := r3Scope(t, reg, "a")
 	var seen r3Trace
 	d := r3Const("t", 1)
-	d.FinalizeContent = func(_ runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
+	d.FinalizeContent = func(_ context.Context, _ runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
 		seen.add(r.ErrorMessage())
 		return nil, nil
 	}
 	r3M(s.Register(d))
 	var preFail atomic.Bool
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if preFail.Load() {
 			panic("pre failed")
 		}
@@ -1926,17 +1939,17 @@ func TestExecute_R75_ObserversOnceInOrderFailuresContained(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Const("t", 1)))
 	var tr r3Trace
-	r3M(s.OnResult(func(e runtime.Execution, r *runtime.Result) error {
+	r3M(s.OnResult(func(_ context.Context, e runtime.Execution, r *runtime.Result) error {
 		tr.add("o1")
 		assert.Equal(t, "caller", e.Context().Value(r3Key{}))
 		panic("observer panic")
 	}))
-	r3M(reg.Global().OnResult(func(runtime.Execution, *runtime.Result) error {
+	r3M(reg.Global().OnResult(func(context.Context, runtime.Execution, *runtime.Result) error {
 		tr.add("o2")
 		return errors.New("observer error")
 	}))
-	r3M(s.OnResult(func(runtime.Execution, *runtime.Result) error { tr.add("o3"); return nil }))
-	r3M(s.OnResult(func(runtime.Execution, *runtime.Result) error { tr.add("o0"); return nil }, runtime.Prepend()))
+	r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { tr.add("o3"); return nil }))
+	r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { tr.add("o0"); return nil }, runtime.Prepend()))
 	res := r3Exec(t, s, context.WithValue(context.Background(), r3Key{}, "caller"), runtime.Call{ID: "obs-call", Name: "t"})
 	r3Success(t, res, "1")
 	assert.Equal(t, []string{"o0", "o1", "o2", "o3"}, tr.get())
@@ -1956,7 +1969,7 @@ func TestExecute_R76_ImmutableOutcome(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3MetaTool(map[string]any{"k": "v"}, false, nil)))
 	var observed *runtime.Result
-	r3M(s.OnResult(func(_ runtime.Execution, r *runtime.Result) error {
+	r3M(s.OnResult(func(_ context.Context, _ runtime.Execution, r *runtime.Result) error {
 		observed = r
 		c := r.Content()
 		c[0].Text = "observer mutated"
@@ -2073,7 +2086,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 		"pre-execute hook": {
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				r3M(s.Register(r3Const("x", 1)))
-				r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+				r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 					if e.Name() == "x" {
 						panic("boom")
 					}
@@ -2097,7 +2110,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 		"post-execute hook": {
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				r3M(s.Register(r3Const("x", 1)))
-				r3M(s.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+				r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 					if e.Name() == "x" {
 						panic("boom")
 					}
@@ -2109,7 +2122,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 		"guard": {
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				r3M(s.Register(r3Const("x", 1)))
-				r3M(s.Guard(func(e runtime.Execution) (string, bool) {
+				r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 					if e.Name() == "x" {
 						panic("boom")
 					}
@@ -2140,7 +2153,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 		"finalizer": {
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				d := r3Const("x", 1)
-				d.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) { panic("boom") }
+				d.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) { panic("boom") }
 				r3M(s.Register(d))
 			},
 			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, "boom") },
@@ -2148,7 +2161,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 		"observer": {
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				r3M(s.Register(r3Const("x", 1)))
-				r3M(s.OnResult(func(runtime.Execution, *runtime.Result) error { panic("boom") }))
+				r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { panic("boom") }))
 			},
 			check: func(t *testing.T, r *runtime.Result) { r3Success(t, r, "1") },
 		},
@@ -2160,7 +2173,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 			},
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				r3M(s.Register(r3Const("x", 1)))
-				r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+				r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 					if e.Name() == "x" {
 						return runtime.Ask(), nil
 					}

@@ -63,7 +63,7 @@ func TestProperty_GuardDenialNeverReachesBody(t *testing.T) {
 			default:
 				denies = true // deny, empty deny, panic, panic with an error value
 			}
-			g := func(runtime.Execution) (string, bool) {
+			g := func(context.Context, runtime.Execution) (string, bool) {
 				switch kind {
 				case 2:
 					return "no", true
@@ -84,7 +84,7 @@ func TestProperty_GuardDenialNeverReachesBody(t *testing.T) {
 		// Pre-execute hooks: anything, including garbage decisions.
 		for range rng.IntN(4) {
 			kind := rng.IntN(8)
-			h := func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			h := func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				switch kind {
 				case 0:
 					return runtime.Allow(), nil // veto later hooks, allow

@@ -85,7 +85,7 @@ func TestClose_R86_FromInsideAResultObserver(t *testing.T) {
 	reg := mustNew(t)
 	mustRegister(t, reg.Global(), hdef("t", false, func(context.Context) (any, error) { return "ran", nil }))
 	observed := false
-	if _, err := reg.Global().OnResult(func(runtime.Execution, *runtime.Result) error {
+	if _, err := reg.Global().OnResult(func(context.Context, runtime.Execution, *runtime.Result) error {
 		if !observed {
 			observed = true
 			closeFromInside(t, reg, context.Background(), "a result observer")

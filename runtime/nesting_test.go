@@ -401,7 +401,7 @@ func TestNested_R86_ParentStillQueuedGivesNoAdmission(t *testing.T) {
 		return "queued", nil
 	})))
 	nested := make(chan (<-chan *runtime.Result), 1)
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if e.Name() == "queued" {
 			// Before admission: the parent is not running yet.
 			nested <- nestGo(s, context.Background(), runtime.Call{ID: "n", Name: "leaf", Parent: e.Token()})

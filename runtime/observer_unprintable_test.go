@@ -64,12 +64,12 @@ func TestObservers_R75_UnprintableErrorMessage(t *testing.T) {
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "ok", nil },
 	})
 	require.NoError(t, err)
-	_, err = g.OnResult(func(runtime.Execution, *runtime.Result) error { return unprintableErr{} })
+	_, err = g.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { return unprintableErr{} })
 	require.NoError(t, err)
-	_, err = g.OnResult(func(runtime.Execution, *runtime.Result) error { panic(unprintableErr{}) })
+	_, err = g.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { panic(unprintableErr{}) })
 	require.NoError(t, err)
 	later := 0
-	_, err = g.OnResult(func(runtime.Execution, *runtime.Result) error { later++; return nil })
+	_, err = g.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { later++; return nil })
 	require.NoError(t, err)
 
 	res := reg.Execute(context.Background(), runtime.Call{ID: "c1", Name: "t", Arguments: json.RawMessage(`{}`)})

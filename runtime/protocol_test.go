@@ -165,7 +165,7 @@ func TestProtocol_ExecutionEventsPairUpWithOutcomeCode(t *testing.T) {
 		return nil, errors.New("plain failure")
 	})))
 	r3M(s.Register(r3Const("denied", 1)))
-	r3M(s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if e.Name() == "denied" {
 			return runtime.Deny("no"), nil
 		}

@@ -60,7 +60,7 @@ func (r *r3Reentry) mutateAndRead(s *runtime.Scope) error {
 		return fmt.Errorf("restrict: %w", err)
 	}
 	rd()
-	gd, err := s.Guard(func(runtime.Execution) (string, bool) { return "", false })
+	gd, err := s.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false })
 	if err != nil {
 		return fmt.Errorf("guard: %w", err)
 	}
@@ -111,20 +111,20 @@ func TestReentrancy_R86_EveryCallbackCallsRegistryMethods(t *testing.T) {
 		}
 		return []runtime.Block{runtime.Text(string(v))}, nil
 	}
-	def.FinalizeContent = func(e runtime.Execution, _ *runtime.Result) ([]runtime.Block, error) {
+	def.FinalizeContent = func(_ context.Context, e runtime.Execution, _ *runtime.Result) ([]runtime.Block, error) {
 		if top(e) {
 			r.reenter("finalizer", e.Context(), e.Token())
 		}
 		return nil, nil
 	}
 	r3M(a.Register(def))
-	r3M(a.Guard(func(e runtime.Execution) (string, bool) {
+	r3M(a.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 		if top(e) {
 			r.reenter("guard", e.Context(), e.Token())
 		}
 		return "", false
 	}))
-	r3M(a.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	r3M(a.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if top(e) {
 			r.reenter("pre", e.Context(), e.Token())
 		}
@@ -136,13 +136,13 @@ func TestReentrancy_R86_EveryCallbackCallsRegistryMethods(t *testing.T) {
 		}
 		return next(nil), nil
 	}))
-	r3M(a.OnPostExecute(func(e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	r3M(a.OnPostExecute(func(_ context.Context, e runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		if top(e) {
 			r.reenter("post", e.Context(), e.Token())
 		}
 		return next()
 	}))
-	r3M(a.OnResult(func(e runtime.Execution, _ *runtime.Result) error {
+	r3M(a.OnResult(func(_ context.Context, e runtime.Execution, _ *runtime.Result) error {
 		if top(e) {
 			r.reenter("observer", e.Context(), e.Token())
 		}
@@ -192,7 +192,7 @@ func TestReentrancy_R86_ObserverAndChangeSubscriberReenterGlobal(t *testing.T) {
 	g := reg.Global()
 	r3M(g.Register(r3Const("t", 1)))
 	var nested atomic.Int32
-	r3M(g.OnResult(func(e runtime.Execution, _ *runtime.Result) error {
+	r3M(g.OnResult(func(_ context.Context, e runtime.Execution, _ *runtime.Result) error {
 		if !e.Parent().IsZero() {
 			return nil
 		}

@@ -386,12 +386,12 @@ func TestScope_R7_DisposeIsLIFOWithOneNotificationPerRemoval(t *testing.T) {
 	require.NoError(t, err)
 	rrReg(t, a, "t1", "A")
 	rrReg(t, a, "t2", "A")
-	_, err = a.Guard(func(runtime.Execution) (string, bool) { return "", false })
+	_, err = a.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false })
 	require.NoError(t, err)
 	_, err = a.Restrict(runtime.Restriction{Deny: []string{"g1"}})
 	require.NoError(t, err)
 	rrReg(t, a, "t3", "A")
-	_, err = a.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err = a.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return next()
 	})
 	require.NoError(t, err)
@@ -469,7 +469,7 @@ func TestScope_R7_DisposedHandleRejectsMutations(t *testing.T) {
 	a.Dispose()
 	require.Equal(t, int64(1), changes.Load())
 
-	pre := func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	pre := func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		return next()
 	}
 	cases := []struct {
@@ -482,7 +482,7 @@ func TestScope_R7_DisposedHandleRejectsMutations(t *testing.T) {
 			return err
 		}},
 		{"Guard", func(s *runtime.Scope) error {
-			_, err := s.Guard(func(runtime.Execution) (string, bool) { return "", false })
+			_, err := s.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false })
 			return err
 		}},
 		{"OnPreExecute", func(s *runtime.Scope) error { _, err := s.OnPreExecute(pre); return err }},
@@ -493,13 +493,13 @@ func TestScope_R7_DisposedHandleRejectsMutations(t *testing.T) {
 			return err
 		}},
 		{"OnPostExecute", func(s *runtime.Scope) error {
-			_, err := s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+			_, err := s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 				return next()
 			})
 			return err
 		}},
 		{"OnResult", func(s *runtime.Scope) error {
-			_, err := s.OnResult(func(runtime.Execution, *runtime.Result) error { return nil })
+			_, err := s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { return nil })
 			return err
 		}},
 		{"OnChange", func(s *runtime.Scope) error { _, err := s.OnChange(func() error { return nil }); return err }},
@@ -551,7 +551,7 @@ func TestScope_R7_ChildrenLoseDisposedLayer(t *testing.T) {
 	rrReg(t, p, "g", "Pshadow")
 	_, err := p.Restrict(runtime.Restriction{Allow: []string{}})
 	require.NoError(t, err)
-	_, err = p.Guard(func(runtime.Execution) (string, bool) { return "p says no", true })
+	_, err = p.Guard(func(context.Context, runtime.Execution) (string, bool) { return "p says no", true })
 	require.NoError(t, err)
 	assert.Equal(t, []string{}, rrView(t, reg, "c"), "p's allow-list hides everything p's children inherit")
 	p.Dispose()
@@ -612,7 +612,7 @@ func TestRegister_R10_DefinitionFieldsRoundTrip(t *testing.T) {
 	def.Timeout = &timeout
 	def.Presenters = "presenter"
 	def.IsConcurrencySafe = func(json.RawMessage) (bool, error) { return true, nil }
-	def.FinalizeContent = func(runtime.Execution, *runtime.Result) ([]runtime.Block, error) { return nil, nil }
+	def.FinalizeContent = func(context.Context, runtime.Execution, *runtime.Result) ([]runtime.Block, error) { return nil, nil }
 	def.Output.PresentationMeta = func(args, value json.RawMessage) (any, error) { return nil, nil }
 	_, err := reg.Global().Register(def)
 	require.NoError(t, err)
@@ -997,7 +997,7 @@ func TestRegister_R19_TimeoutIsMetadataOnly(t *testing.T) {
 func TestGuard_R27_EmptyReasonStillDenies(t *testing.T) {
 	reg := rrNew(t)
 	rrReg(t, reg.Global(), "x", "X")
-	_, err := reg.Global().Guard(func(runtime.Execution) (string, bool) { return "", true })
+	_, err := reg.Global().Guard(func(context.Context, runtime.Execution) (string, bool) { return "", true })
 	require.NoError(t, err)
 	res := rrExec(reg.Global(), "x")
 	assert.True(t, res.IsError())
@@ -1012,7 +1012,7 @@ func TestGuard_R28_Registration(t *testing.T) {
 	rrReg(t, reg.Global(), "x", "X")
 	changes := rrChanges(t, reg.Global())
 	var calls atomic.Int64
-	g := func(runtime.Execution) (string, bool) { calls.Add(1); return "", false }
+	g := func(context.Context, runtime.Execution) (string, bool) { calls.Add(1); return "", false }
 	d1, err := reg.Global().Guard(g)
 	require.NoError(t, err, "global guards are allowed")
 	_, err = reg.Global().Guard(g)
@@ -1282,7 +1282,7 @@ func TestExecutionMode_R36_Classification(t *testing.T) {
 			reg := rrNew(t)
 			changes := rrChanges(t, reg.Global())
 			var hooks atomic.Int64
-			_, err := reg.Global().OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			_, err := reg.Global().OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				hooks.Add(1)
 				return next()
 			})
@@ -1327,7 +1327,7 @@ type rrHookKind struct {
 func rrHookKinds() []rrHookKind {
 	return []rrHookKind{
 		{"pre", func(s *runtime.Scope, label string, log func(string), opts ...runtime.HookOption) (func(), error) {
-			return s.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			return s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				log(label)
 				return next()
 			}, opts...)
@@ -1339,13 +1339,13 @@ func rrHookKinds() []rrHookKind {
 			}, opts...)
 		}},
 		{"post", func(s *runtime.Scope, label string, log func(string), opts ...runtime.HookOption) (func(), error) {
-			return s.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+			return s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 				log(label)
 				return next()
 			}, opts...)
 		}},
 		{"result", func(s *runtime.Scope, label string, log func(string), opts ...runtime.HookOption) (func(), error) {
-			return s.OnResult(func(runtime.Execution, *runtime.Result) error {
+			return s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error {
 				log(label)
 				return nil
 			}, opts...)
@@ -1468,7 +1468,7 @@ func TestHooks_R86_ReentrantCallbacks(t *testing.T) {
 		}
 		_, _ = reg.Get("tmp", "a")
 		_ = reg.ExecutionMode(runtime.Call{Name: "inner", Agent: "a"})
-		dg, err := a.Guard(func(runtime.Execution) (string, bool) { return "", false })
+		dg, err := a.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false })
 		if err != nil {
 			return err
 		}
@@ -1487,14 +1487,14 @@ func TestHooks_R86_ReentrantCallbacks(t *testing.T) {
 		return err
 	})
 	require.NoError(t, err)
-	_, err = a.Guard(func(runtime.Execution) (string, bool) {
+	_, err = a.Guard(func(context.Context, runtime.Execution) (string, bool) {
 		if err := touch(); err != nil {
 			return err.Error(), true
 		}
 		return "", false
 	})
 	require.NoError(t, err)
-	_, err = a.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err = a.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if e.Name() == "outer" {
 			if err := touch(); err != nil {
 				return runtime.Deny(err.Error()), nil
@@ -1553,7 +1553,7 @@ func TestChange_R87_WhatNotifies(t *testing.T) {
 		}, 1},
 		{"failed restrict", func() { _, err := a.Restrict(runtime.Restriction{Deny: []string{"nope"}}); require.Error(t, err) }, 0},
 		{"guard add and dispose", func() {
-			d, err := a.Guard(func(runtime.Execution) (string, bool) { return "", false })
+			d, err := a.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false })
 			require.NoError(t, err)
 			d()
 		}, 0},
@@ -1794,7 +1794,7 @@ func TestNewTool_R105_InvalidArgsMessageWithPaths(t *testing.T) {
 	_, err := reg.Global().Register(rrReadTool(t, &calls))
 	require.NoError(t, err)
 	var post rrLog
-	_, err = reg.Global().OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	_, err = reg.Global().OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		post.add(string(r.Code()))
 		return next()
 	})

@@ -114,7 +114,7 @@ func soakDef(name string, parallel, slow bool, ov *overlap, st *soakStats) runti
 			}
 			return map[string]any{"ok": true}, nil
 		},
-		FinalizeContent: func(e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
+		FinalizeContent: func(_ context.Context, e runtime.Execution, r *runtime.Result) ([]runtime.Block, error) {
 			if soakArgsOf(e).FinPanic {
 				panic("soak: finalizer")
 			}
@@ -171,7 +171,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	g := reg.Global()
-	must(g.OnResult(func(e runtime.Execution, _ *runtime.Result) error {
+	must(g.OnResult(func(_ context.Context, e runtime.Execution, _ *runtime.Result) error {
 		obsMu.Lock()
 		observed[e.CallID()]++
 		obsMu.Unlock()
@@ -180,7 +180,7 @@ func TestSoak(t *testing.T) {
 		}
 		return nil
 	}))
-	must(g.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	must(g.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		a := soakArgsOf(e)
 		if a.PrePanic {
 			panic("soak: pre-execute")
@@ -196,7 +196,7 @@ func TestSoak(t *testing.T) {
 		}
 		return next(ctx), nil
 	}))
-	must(g.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	must(g.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		if soakArgsOf(e).PostPanic {
 			panic("soak: post-execute")
 		}
@@ -222,7 +222,7 @@ func TestSoak(t *testing.T) {
 		mustRegister(t, s, soakDef("excl", false, false, ov, st))
 		mustRegister(t, s, soakDef("slow", true, true, ov, st))
 		mustRegister(t, s, soakDef("slowx", false, true, ov, st))
-		must(s.Guard(func(e runtime.Execution) (string, bool) {
+		must(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 			a := soakArgsOf(e)
 			if a.GuardPanic {
 				panic("soak: guard")
@@ -392,7 +392,7 @@ func TestSoak(t *testing.T) {
 				grp, _ := s.Group()
 				if grp != nil {
 					_, _ = grp.Register(soakDef("grp", true, false, ov, &soakStats{}))
-					_, _ = grp.Guard(func(runtime.Execution) (string, bool) { return "", false })
+					_, _ = grp.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false })
 				}
 				dr, err := s.Restrict(runtime.Restriction{Deny: []string{"missing-or-not"}})
 				if err == nil && rand.IntN(2) == 0 {
@@ -451,7 +451,7 @@ func TestSoak(t *testing.T) {
 			}
 			st.actorFaults.Add(1)
 			// A mutation right after the stop must not hang.
-			if d, err := sc.Guard(func(runtime.Execution) (string, bool) { return "", false }); err == nil {
+			if d, err := sc.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false }); err == nil {
 				d()
 			} else {
 				t.Errorf("guard after actor stop: %v", err)

@@ -42,7 +42,7 @@ func TestTurnR95_HeldDispatchStartsBeforeNextCommit(t *testing.T) {
 		return "ok", nil
 	}))
 	require.NoError(t, err)
-	_, err = sc.OnPreExecute(func(ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err = sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if ex.CallID() == "b" {
 			<-aReturned
 			time.Sleep(time.Millisecond) // let a's worker report (either way the test must pass)
@@ -51,7 +51,7 @@ func TestTurnR95_HeldDispatchStartsBeforeNextCommit(t *testing.T) {
 	})
 	require.NoError(t, err)
 	observed := make(chan string, 2)
-	_, err = sc.OnResult(func(ex runtime.Execution, _ *runtime.Result) error {
+	_, err = sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		if ex.CallID() == "a" {
 			select {
 			case <-bStarted:

@@ -49,7 +49,7 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var observed []string
-	_, err = sc.OnResult(func(ex runtime.Execution, _ *runtime.Result) error {
+	_, err = sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		mu.Lock()
 		defer mu.Unlock()
 		observed = append(observed, ex.CallID())

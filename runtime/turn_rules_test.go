@@ -549,7 +549,7 @@ func TestTurnR92_NonParallelLiveReclassificationEndsGroup(t *testing.T) {
 	e.par("p", nil)
 	e.register(tool("sw", func(json.RawMessage) (bool, error) { return swParallel.Load(), nil }, e.body(true, nil)))
 	// p0's prepare (before sw is classified live) flips sw to exclusive.
-	_, err := e.sc.OnPreExecute(func(ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err := e.sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if ex.CallID() == "p0" {
 			swParallel.Store(false)
 		}
@@ -588,7 +588,7 @@ func TestTurnR93_PrepareStrictlySequentialInModelOrder(t *testing.T) {
 	preStarted := make(chan string, 16)
 	holdC0 := make(chan struct{})
 	var inPrepare, maxPrepare atomic.Int32
-	_, err := e.sc.OnPreExecute(func(ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err := e.sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		n := inPrepare.Add(1)
 		defer inPrepare.Add(-1)
 		if n > maxPrepare.Load() {
@@ -602,7 +602,7 @@ func TestTurnR93_PrepareStrictlySequentialInModelOrder(t *testing.T) {
 		return next()
 	})
 	require.NoError(t, err)
-	_, err = e.sc.Guard(func(ex runtime.Execution) (string, bool) {
+	_, err = e.sc.Guard(func(_ context.Context, ex runtime.Execution) (string, bool) {
 		e.record("guard:" + ex.CallID())
 		return "", false
 	})
@@ -674,7 +674,7 @@ func TestTurnR94_DefaultMaxParallelIsTen(t *testing.T) {
 func TestTurnR94_DeniedCallsTakeNoSlot(t *testing.T) {
 	e := newEnv(t)
 	e.par("p", nil)
-	_, err := e.sc.Guard(func(ex runtime.Execution) (string, bool) {
+	_, err := e.sc.Guard(func(_ context.Context, ex runtime.Execution) (string, bool) {
 		if strings.HasPrefix(ex.CallID(), "d") {
 			return "denied " + ex.CallID(), true
 		}
@@ -706,12 +706,12 @@ func TestTurnR94_DeniedCallsTakeNoSlot(t *testing.T) {
 func TestTurnR95_SlowEarlierResultHoldsBackFastLater(t *testing.T) {
 	e := newEnv(t)
 	e.par("p", nil)
-	_, err := e.sc.OnPostExecute(func(ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	_, err := e.sc.OnPostExecute(func(_ context.Context, ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		e.record("post:" + ex.CallID())
 		return next()
 	})
 	require.NoError(t, err)
-	_, err = e.sc.OnResult(func(ex runtime.Execution, _ *runtime.Result) error {
+	_, err = e.sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		e.record("obs:" + ex.CallID())
 		return nil
 	})
@@ -757,7 +757,7 @@ func TestTurnR95_ObserverRegistryChangeAffectsLaterClassification(t *testing.T) 
 	e := newEnv(t)
 	e.ex("setup", nil)
 	var disposeLate func()
-	_, err := e.sc.OnResult(func(ex runtime.Execution, _ *runtime.Result) error {
+	_, err := e.sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		if ex.CallID() == "s" {
 			d, err := e.sc.Register(tool("late", always, e.body(false, nil)))
 			disposeLate = d
@@ -786,7 +786,7 @@ func TestTurnR95_ObserverCommitPrecedesLiveReclassification(t *testing.T) {
 	var flexParallel atomic.Bool
 	flexParallel.Store(true)
 	e.register(tool("flex", func(json.RawMessage) (bool, error) { return flexParallel.Load(), nil }, e.body(false, nil)))
-	_, err := e.sc.OnResult(func(ex runtime.Execution, _ *runtime.Result) error {
+	_, err := e.sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		if ex.CallID() == "q0" {
 			flexParallel.Store(false)
 		}
@@ -824,7 +824,7 @@ func TestTurnR96_ContextsCollectedInModelOrder(t *testing.T) {
 		}
 		return nil
 	})
-	_, err := e.sc.OnPostExecute(func(ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	_, err := e.sc.OnPostExecute(func(_ context.Context, ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		if ex.CallID() == "c" {
 			return runtime.Accept().WithContexts(ctxMsg("c-post")), nil
 		}
@@ -854,12 +854,12 @@ func TestTurnR96_ContextsCollectedInModelOrder(t *testing.T) {
 // hookCounter records every hook, guard and observer call by call id.
 func (e *env) recordHooks() {
 	e.t.Helper()
-	_, err := e.sc.OnPreExecute(func(ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err := e.sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		e.record("pre:" + ex.CallID())
 		return next()
 	})
 	require.NoError(e.t, err)
-	_, err = e.sc.Guard(func(ex runtime.Execution) (string, bool) {
+	_, err = e.sc.Guard(func(_ context.Context, ex runtime.Execution) (string, bool) {
 		e.record("guard:" + ex.CallID())
 		return "", false
 	})
@@ -869,12 +869,12 @@ func (e *env) recordHooks() {
 		return next(ctx), nil
 	})
 	require.NoError(e.t, err)
-	_, err = e.sc.OnPostExecute(func(ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	_, err = e.sc.OnPostExecute(func(_ context.Context, ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		e.record("post:" + ex.CallID())
 		return next()
 	})
 	require.NoError(e.t, err)
-	_, err = e.sc.OnResult(func(ex runtime.Execution, _ *runtime.Result) error {
+	_, err = e.sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		e.record("obs:" + ex.CallID())
 		return nil
 	})
@@ -985,14 +985,14 @@ func TestTurnR98_ToolFailuresAreResultsNotErrors(t *testing.T) {
 		return "ok", nil
 	}
 	e.register(tool("t", always, body))
-	_, err := e.sc.OnPreExecute(func(ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err := e.sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if ex.CallID() == "prepanic" {
 			panic("pre-execute panicked")
 		}
 		return next()
 	})
 	require.NoError(t, err)
-	_, err = e.sc.OnResult(func(runtime.Execution, *runtime.Result) error { return errors.New("observer failed") })
+	_, err = e.sc.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { return errors.New("observer failed") })
 	require.NoError(t, err)
 
 	cs := join(calls("t", "err", "panic", "coded", "badout", "prepanic"), calls("missing", "unknown"), calls("t", "ok"))
@@ -1053,7 +1053,7 @@ func TestTurnAdmission_ParallelCallWaitsForSingleExclusiveExecute(t *testing.T) 
 	e.ex("x", nil)
 	e.par("p", nil)
 	gated := make(chan string, 8)
-	_, err := e.sc.Guard(func(ex runtime.Execution) (string, bool) {
+	_, err := e.sc.Guard(func(_ context.Context, ex runtime.Execution) (string, bool) {
 		if strings.HasPrefix(ex.CallID(), "p") {
 			gated <- ex.CallID()
 		}
@@ -1089,7 +1089,7 @@ func TestTurnAdmission_ExclusiveCallWaitsForSingleParallelExecute(t *testing.T) 
 	e.ex("x", nil)
 	e.par("p", nil)
 	gated := make(chan string, 8)
-	_, err := e.sc.Guard(func(ex runtime.Execution) (string, bool) {
+	_, err := e.sc.Guard(func(_ context.Context, ex runtime.Execution) (string, bool) {
 		if ex.CallID() == "x" {
 			gated <- ex.CallID()
 		}
@@ -1186,7 +1186,7 @@ func TestTurnR95_ObserverNestedExclusiveExecuteDoesNotDeadlock(t *testing.T) {
 	e.par("p", nil)
 	e.ex("x", nil)
 	nested := make(chan *runtime.Result, 1)
-	_, err := e.sc.OnResult(func(ex runtime.Execution, _ *runtime.Result) error {
+	_, err := e.sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		if ex.CallID() == "p0" {
 			nested <- e.sc.Execute(ex.Context(), runtime.Call{ID: "nested", Name: "x", Parent: ex.Token()})
 		}
@@ -1209,7 +1209,7 @@ func TestTurnR93_PrepareHookNestedExclusiveExecuteWaitsForInFlightCall(t *testin
 	e.par("p", nil)
 	e.ex("x", nil)
 	nested := make(chan *runtime.Result, 1)
-	_, err := e.sc.OnPreExecute(func(ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err := e.sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if ex.CallID() == "p1" {
 			nested <- e.sc.Execute(ex.Context(), runtime.Call{ID: "nested", Name: "x"})
 		}
@@ -1243,7 +1243,7 @@ func TestTurnR97_AbortDuringPrepare(t *testing.T) {
 	defer cancel()
 	cancelled := make(chan string, 1)
 	p0Running := make(chan struct{})
-	_, err := e.sc.OnPreExecute(func(ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	_, err := e.sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		e.record("pre:" + ex.CallID())
 		if ex.CallID() == "p1" {
 			<-p0Running // p0's body is running: cancel lands mid-dispatch for p0
@@ -1253,7 +1253,7 @@ func TestTurnR97_AbortDuringPrepare(t *testing.T) {
 		return next()
 	})
 	require.NoError(t, err)
-	_, err = e.sc.OnPostExecute(func(ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	_, err = e.sc.OnPostExecute(func(_ context.Context, ex runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		e.record("post:" + ex.CallID())
 		return next()
 	})

@@ -94,7 +94,7 @@ type toolOptions struct {
 	parallel   bool
 	render     func(args, value json.RawMessage) ([]Block, error)
 	meta       func(args, value json.RawMessage) (any, error)
-	finalize   func(Execution, *Result) ([]Block, error)
+	finalize   func(context.Context, Execution, *Result) ([]Block, error)
 }
 
 type toolOptionFunc func(*toolOptions)
@@ -144,7 +144,7 @@ func WithPresentationMeta(f func(args, value json.RawMessage) (any, error)) Tool
 }
 
 // WithFinalizer sets the content finalizer (R72).
-func WithFinalizer(f func(Execution, *Result) ([]Block, error)) ToolOption {
+func WithFinalizer(f func(context.Context, Execution, *Result) ([]Block, error)) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.finalize = f })
 }
 

@@ -59,7 +59,7 @@ func TestTyped_R62_LossyOutputIsInvalidToolOutput(t *testing.T) {
 		return badMarshaler{}, nil
 	}))
 	var posts []string
-	_, err = g.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	_, err = g.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		posts = append(posts, e.Name()+":"+string(r.Code()))
 		return next()
 	})

@@ -27,7 +27,7 @@ type Definition struct {
 	// FinalizeContent, if set, sees every result of a call that resolved to
 	// this definition at entry; a non-nil return replaces the Content only
 	// (R72–R74).
-	FinalizeContent func(exec Execution, res *Result) ([]Block, error)
+	FinalizeContent func(ctx context.Context, exec Execution, res *Result) ([]Block, error)
 	// Timeout, if non-nil, declares a call timeout. It must be positive
 	// (R11). The core pipeline never enforces it; see TimeoutHook (R83).
 	Timeout *time.Duration

@@ -189,7 +189,7 @@ func globalTools(reg *runtime.Registry, ps *policyStats) error {
 		return err
 	}
 	// Guard: nobody writes outside /workspace.
-	if _, err := g.Guard(func(e runtime.Execution) (string, bool) {
+	if _, err := g.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 		if e.Name() != "write" {
 			return "", false
 		}
@@ -204,7 +204,7 @@ func globalTools(reg *runtime.Registry, ps *policyStats) error {
 		return err
 	}
 	// Pre-execute: destructive commands go to the approver.
-	if _, err := g.OnPreExecute(func(e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+	if _, err := g.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		a, _ := e.Arguments()
 		switch e.Name() {
 		case "shell":
@@ -225,7 +225,7 @@ func globalTools(reg *runtime.Registry, ps *policyStats) error {
 		return err
 	}
 	// Post-execute: secrets never reach the model.
-	if _, err := g.OnPostExecute(func(e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+	if _, err := g.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		if !r.IsError() {
 			if txt := r.Text(); secretRE.MatchString(txt) {
 				n := len(secretRE.FindAllString(txt, -1))
