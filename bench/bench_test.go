@@ -78,7 +78,7 @@ func BenchmarkTurn16(b *testing.B) {
 	calls := turnCalls(16, "t")
 	b.ReportAllocs()
 	for b.Loop() {
-		execTurn(ctx, w.agent, calls, ts.MaxParallel(16))
+		execTurn(ctx, w.agent, calls, ts.WithMaxParallel(16))
 	}
 	reportCalls(b, 16)
 }
@@ -90,7 +90,7 @@ func BenchmarkTurnMixed16(b *testing.B) {
 	calls := mixedTurnCalls()
 	b.ReportAllocs()
 	for b.Loop() {
-		execTurn(ctx, w.agent, calls, ts.MaxParallel(16))
+		execTurn(ctx, w.agent, calls, ts.WithMaxParallel(16))
 	}
 	reportCalls(b, 16)
 }
@@ -102,7 +102,7 @@ func BenchmarkTurnSleep16x1ms(b *testing.B) {
 	calls := turnCalls(16, "sleep")
 	b.ReportAllocs()
 	for b.Loop() {
-		execTurn(ctx, w.agent, calls, ts.MaxParallel(16))
+		execTurn(ctx, w.agent, calls, ts.WithMaxParallel(16))
 	}
 	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(time.Millisecond), "makespan/ideal")
 }

@@ -210,7 +210,7 @@ func scenarios() []scenario {
 	tsTurn := func(name string, calls []ts.TurnCall) scenario {
 		return serial(name, "toolscope", func() (op, func()) {
 			w := newWorld(worldOpts{})
-			return func() int { execTurn(ctx, w.agent, calls, ts.MaxParallel(16)); return len(calls) }, w.close
+			return func() int { execTurn(ctx, w.agent, calls, ts.WithMaxParallel(16)); return len(calls) }, w.close
 		})
 	}
 	list := []scenario{

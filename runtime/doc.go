@@ -18,7 +18,7 @@
 //     agent; the first denial wins and no hook can override it;
 //   - hooks (pre-execute, around, post-execute, result observers): those of
 //     the global scope and of every scope on the chain, in registration
-//     order (Prepend puts one first).
+//     order (WithPrepend puts one first).
 //
 // Every registration returns its exact disposer: calling it removes that
 // registration and nothing else, once. Disposing a scope runs the disposers
@@ -52,7 +52,7 @@
 // # Turns
 //
 // Scope.ExecuteTurn runs the calls of one model turn (SPEC §9): parallel
-// calls overlap in a rolling pool bounded by MaxParallel, an exclusive call
+// calls overlap in a rolling pool bounded by WithMaxParallel, an exclusive call
 // is a barrier, and post-execute, results and contexts stay in model order.
 //
 // # Actors and messages

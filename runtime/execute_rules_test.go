@@ -757,7 +757,7 @@ func TestExecute_R52_PreExecuteWaterfallOrderNextAndVeto(t *testing.T) {
 	}
 	r3M(s.OnPreExecute(mk("h1", 1)))
 	r3M(reg.Global().OnPreExecute(mk("h2", 2)))
-	r3M(s.OnPreExecute(mk("h0", 0), runtime.Prepend()))
+	r3M(s.OnPreExecute(mk("h0", 0), runtime.WithPrepend()))
 	vetoAt.Store(-1)
 	r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", nil)), "1")
 	assert.Equal(t, []string{"h0>", "h1>", "h2>", "h2<", "h1<", "h0<"}, tr.get(), "outermost-first, innermost default allow")
@@ -854,7 +854,7 @@ func TestExecute_R54_PreExecuteFailureIsFinal(t *testing.T) {
 			c2 := r3Call("t", nil)
 			r3M(s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 				return runtime.Allow(), nil
-			}, runtime.Prepend()))
+			}, runtime.WithPrepend()))
 			r3Success(t, r3Exec(t, s, context.Background(), c2), "1")
 		})
 	}
@@ -1494,7 +1494,7 @@ func TestExecute_R66_WrapperFailureIsFinalDropsDeferredContexts(t *testing.T) {
 			assert.Equal(t, int32(0), post.Load())
 			r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 				return runtime.Success(2), nil
-			}, runtime.Prepend()))
+			}, runtime.WithPrepend()))
 			r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", nil)), "2")
 		})
 	}
@@ -1599,7 +1599,7 @@ func TestExecute_R68_PostHooksOrderInputsDefaultAccept(t *testing.T) {
 	}
 	r3M(s.OnPostExecute(mk("p1")))
 	r3M(reg.Global().OnPostExecute(mk("p2")))
-	r3M(s.OnPostExecute(mk("p0"), runtime.Prepend()))
+	r3M(s.OnPostExecute(mk("p0"), runtime.WithPrepend()))
 	res := r3Exec(t, s, context.WithValue(context.Background(), r3Key{}, "caller"), r3Call("t", nil))
 	r3Success(t, res, "1")
 	assert.Equal(t, []runtime.Block{runtime.Text("1")}, res.Content())
@@ -1949,7 +1949,7 @@ func TestExecute_R75_ObserversOnceInOrderFailuresContained(t *testing.T) {
 		return errors.New("observer error")
 	}))
 	r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { tr.add("o3"); return nil }))
-	r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { tr.add("o0"); return nil }, runtime.Prepend()))
+	r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { tr.add("o0"); return nil }, runtime.WithPrepend()))
 	res := r3Exec(t, s, context.WithValue(context.Background(), r3Key{}, "caller"), runtime.Call{ID: "obs-call", Name: "t"})
 	r3Success(t, res, "1")
 	assert.Equal(t, []string{"o0", "o1", "o2", "o3"}, tr.get())

@@ -65,6 +65,6 @@ func BenchmarkHotPath_Turn16(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s.ExecuteTurn(ctx, calls, runtime.MaxParallel(16))
+		s.ExecuteTurn(ctx, calls, runtime.WithMaxParallel(16))
 	}
 }

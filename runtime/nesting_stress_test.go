@@ -425,7 +425,7 @@ func (h *nsHarness) turn(ctx context.Context, inst *nsInst, rng *rand.Rand, dept
 	if depth == 0 {
 		defer h.watch(what)()
 	}
-	res, err := inst.sc.ExecuteTurn(ctx, calls, runtime.MaxParallel(maxPar))
+	res, err := inst.sc.ExecuteTurn(ctx, calls, runtime.WithMaxParallel(maxPar))
 	h.turns.Add(1)
 	if err != nil {
 		if errors.Is(err, runtime.ErrScopeDisposed) && inst.disposed.Load() {

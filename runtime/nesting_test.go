@@ -357,7 +357,7 @@ func TestNested_R86_ParallelTurnSiblingsAskingForExclusive(t *testing.T) {
 	})))
 	r3M(s.Register(nestTool("outer", false, func(ctx context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		defer occ.enter(rc, true)()
-		tr, err := s.ExecuteTurn(ctx, []runtime.TurnCall{{ID: "1", Name: "p"}, {ID: "2", Name: "p"}}, runtime.MaxParallel(2))
+		tr, err := s.ExecuteTurn(ctx, []runtime.TurnCall{{ID: "1", Name: "p"}, {ID: "2", Name: "p"}}, runtime.WithMaxParallel(2))
 		if err != nil {
 			return nil, err
 		}

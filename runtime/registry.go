@@ -73,16 +73,36 @@ type optionFunc func(*config) error
 
 func (f optionFunc) apply(c *config) error { return f(c) }
 
-// WithMaxParallel sets the default number of dispatches a turn may run at
-// once (SPEC R91; default 10). n < 1 is a configuration error.
-func WithMaxParallel(n int) Option {
-	return optionFunc(func(c *config) error {
-		if n < 1 {
-			return fmt.Errorf("%w: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, n)
-		}
-		c.maxParallel = n
-		return nil
-	})
+// WithMaxParallel bounds the dispatches a turn runs at once (SPEC R91): passed
+// to New it sets the registry's default (10 unless set), passed to
+// ExecuteTurn it sets that turn's bound. n < 1 is a configuration error.
+func WithMaxParallel(n int) MaxParallelOption { return MaxParallelOption{n: n} }
+
+// MaxParallelOption is what WithMaxParallel returns: both an Option (the
+// registry's default) and a TurnOption (one turn's bound).
+type MaxParallelOption struct{ n int }
+
+func (o MaxParallelOption) check() error {
+	if o.n < 1 {
+		return fmt.Errorf("%w: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, o.n)
+	}
+	return nil
+}
+
+func (o MaxParallelOption) apply(c *config) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	c.maxParallel = o.n
+	return nil
+}
+
+func (o MaxParallelOption) applyTurn(t *turnOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	t.maxParallel = o.n
+	return nil
 }
 
 // WithApprover sets the approver that resolves Ask decisions (R55).

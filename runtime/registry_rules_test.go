@@ -1418,7 +1418,7 @@ func TestHooks_R85_AudienceAndOrder(t *testing.T) {
 			add(sib, "S1")
 			add(gc, "GC1")
 			add(reg.Global(), "G2")
-			add(p, "P0", runtime.Prepend())
+			add(p, "P0", runtime.WithPrepend())
 
 			cases := []struct {
 				name string

@@ -593,8 +593,8 @@ type prependOption struct{}
 
 func (prependOption) hookOption() {}
 
-// Prepend puts the hook before every hook registered so far (R85).
-func Prepend() HookOption { return prependOption{} }
+// WithPrepend puts the hook before every hook registered so far (R85).
+func WithPrepend() HookOption { return prependOption{} }
 
 // Guard adds a deny-only check of calls in this scope's audience (SPEC §4).
 // Guards emit no change notification (R28).

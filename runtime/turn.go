@@ -74,20 +74,8 @@ type turnOptionFunc func(*turnOptions) error
 
 func (f turnOptionFunc) applyTurn(o *turnOptions) error { return f(o) }
 
-// MaxParallel bounds the turn's dispatches in flight (R91; default from
-// WithMaxParallel). n < 1 is a configuration error.
-func MaxParallel(n int) TurnOption {
-	return turnOptionFunc(func(o *turnOptions) error {
-		if n < 1 {
-			return fmt.Errorf("%w: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, n)
-		}
-		o.maxParallel = n
-		return nil
-	})
-}
-
-// TurnID names the turn in execution events.
-func TurnID(id string) TurnOption {
+// WithTurnID names the turn in execution events.
+func WithTurnID(id string) TurnOption {
 	return turnOptionFunc(func(o *turnOptions) error { o.id = id; return nil })
 }
 

@@ -65,7 +65,7 @@ func TestTurnR95_HeldDispatchStartsBeforeNextCommit(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	res, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b"), runtime.MaxParallel(4))
+	res, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b"), runtime.WithMaxParallel(4))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, []string{<-observed, <-observed})
 	for _, r := range res.Results {

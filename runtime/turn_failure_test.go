@@ -72,7 +72,7 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() {
-		res, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b", "c"), runtime.MaxParallel(4))
+		res, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b", "c"), runtime.WithMaxParallel(4))
 		got <- answer{res, err}
 	}()
 	var a answer

@@ -408,7 +408,7 @@ func TestTurnR91_MaxParallelBelowOneIsConfigError(t *testing.T) {
 	e := newEnv(t)
 	e.par("p", nil)
 	for _, n := range []int{0, -1} {
-		res, err := e.sc.ExecuteTurn(context.Background(), calls("p", "a"), runtime.MaxParallel(n))
+		res, err := e.sc.ExecuteTurn(context.Background(), calls("p", "a"), runtime.WithMaxParallel(n))
 		require.ErrorIs(t, err, runtime.ErrInvalidConfig, "MaxParallel(%d)", n)
 		assert.Nil(t, res)
 	}
@@ -426,7 +426,7 @@ func TestTurnR91_MaxParallelOneIsSerial(t *testing.T) {
 	e := newEnv(t)
 	e.par("p", nil)
 	ids := []string{"a", "b", "c", "d"}
-	run := e.start(context.Background(), calls("p", ids...), runtime.MaxParallel(1))
+	run := e.start(context.Background(), calls("p", ids...), runtime.WithMaxParallel(1))
 	for _, id := range ids {
 		assert.Equal(t, id, recv(t, e.started, "start of "+id))
 		quiet(t, e.started, "MaxParallel(1) with "+id+" in flight")
@@ -446,7 +446,7 @@ func TestTurnR92_ExclusiveCallIsBarrier(t *testing.T) {
 	e.ex("x", nil)
 	log := subscribe(t, e.reg)
 	cs := join(calls("p", "p0", "p1"), calls("x", "x"), calls("p", "p2", "p3"))
-	run := e.start(context.Background(), cs, runtime.TurnID("t1"))
+	run := e.start(context.Background(), cs, runtime.WithTurnID("t1"))
 
 	assert.ElementsMatch(t, []string{"p0", "p1"}, recvSet(t, e.started, 2, "p0/p1"))
 	quiet(t, e.started, "the exclusive call waits for the group to drain")
@@ -633,7 +633,7 @@ func TestTurnR94_AtMostMaxParallelInFlight(t *testing.T) {
 	e := newEnv(t)
 	e.par("p", nil)
 	ids := []string{"a", "b", "c", "d", "e", "f", "g"}
-	run := e.start(context.Background(), calls("p", ids...), runtime.MaxParallel(3))
+	run := e.start(context.Background(), calls("p", ids...), runtime.WithMaxParallel(3))
 
 	running := recvSet(t, e.started, 3, "first three")
 	assert.ElementsMatch(t, ids[:3], running)
@@ -682,7 +682,7 @@ func TestTurnR94_DeniedCallsTakeNoSlot(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	run := e.start(context.Background(), calls("p", "p0", "p1", "d2", "d3", "p4"), runtime.MaxParallel(2))
+	run := e.start(context.Background(), calls("p", "p0", "p1", "d2", "d3", "p4"), runtime.WithMaxParallel(2))
 	assert.ElementsMatch(t, []string{"p0", "p1"}, recvSet(t, e.started, 2, "p0/p1"))
 	quiet(t, e.started, "no third dispatch")
 	e.release("p0")
@@ -795,7 +795,7 @@ func TestTurnR95_ObserverCommitPrecedesLiveReclassification(t *testing.T) {
 	require.NoError(t, err)
 	log := subscribe(t, e.reg)
 	e.release("q0", "q1")
-	res, err := e.sc.ExecuteTurn(context.Background(), calls("flex", "q0", "q1"), runtime.MaxParallel(1))
+	res, err := e.sc.ExecuteTurn(context.Background(), calls("flex", "q0", "q1"), runtime.WithMaxParallel(1))
 	require.NoError(t, err)
 	assert.Equal(t, pairs("q0", "q1"), eventStrings(res))
 
@@ -907,7 +907,7 @@ func TestTurnR97_AbortDuringGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cs := join(calls("p", "p0", "p1", "p2"), calls("x", "x"), calls("p", "p3"))
-	run := e.start(ctx, cs, runtime.MaxParallel(2))
+	run := e.start(ctx, cs, runtime.WithMaxParallel(2))
 	assert.ElementsMatch(t, []string{"p0", "p1"}, recvSet(t, e.started, 2, "p0/p1"))
 	cancel()
 	e.release("p0", "p1") // in-flight calls drain
@@ -1128,7 +1128,7 @@ func TestTurnEvents_CarryTurnIDAndIncreasingGroups(t *testing.T) {
 	ids := []string{"p0", "p1", "x1", "p2", "p3", "x2", "x3"}
 	e.release(append(ids, "solo")...)
 	cs := join(calls("p", "p0", "p1"), calls("x", "x1"), calls("p", "p2", "p3"), calls("x", "x2", "x3"))
-	res, err := e.sc.ExecuteTurn(context.Background(), cs, runtime.TurnID("t1"))
+	res, err := e.sc.ExecuteTurn(context.Background(), cs, runtime.WithTurnID("t1"))
 	require.NoError(t, err)
 	require.Len(t, res.Results, len(cs))
 	require.False(t, e.sc.Execute(context.Background(), runtime.Call{ID: "solo", Name: "p"}).IsError())

@@ -73,7 +73,7 @@ func TestTurnR94_FinishedDispatchNotStrandedBeforeInline(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() {
-		res, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b", "c"), runtime.MaxParallel(2))
+		res, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b", "c"), runtime.WithMaxParallel(2))
 		got <- answer{res, err}
 	}()
 	var a answer

@@ -116,7 +116,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	}
 
 	rec := &recorder{dispatch: map[string]int64{}}
-	if _, err := reg.Global().OnExecute(rec.dispatchHook, runtime.Prepend()); err != nil {
+	if _, err := reg.Global().OnExecute(rec.dispatchHook, runtime.WithPrepend()); err != nil {
 		return nil, err
 	}
 	sub := reg.ActorSystem().EventStream.Subscribe(rec.handle)
@@ -162,7 +162,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		if !ok {
 			return "", fmt.Errorf("no task planned for %s", subKey)
 		}
-		tr, err := scopes[subKey].ExecuteTurn(ctx, tp.Calls, runtime.TurnID(tp.ID))
+		tr, err := scopes[subKey].ExecuteTurn(ctx, tp.Calls, runtime.WithTurnID(tp.ID))
 		collect(tp.Calls, tr, err)
 		if err != nil {
 			return "", err
@@ -210,7 +210,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 					interrupts[tp.InterruptOn] = cancel
 					imu.Unlock()
 				}
-				tr, err := scopes[a.Key].ExecuteTurn(tctx, tp.Calls, runtime.TurnID(tp.ID))
+				tr, err := scopes[a.Key].ExecuteTurn(tctx, tp.Calls, runtime.WithTurnID(tp.ID))
 				if tctx.Err() != nil && ctx.Err() == nil {
 					resMu.Lock()
 					cancelled++
