@@ -158,7 +158,7 @@ func execOnce(ctx context.Context, s *runtime.Scope) {
 func turnCalls(n int, name string) []runtime.TurnCall {
 	calls := make([]runtime.TurnCall, n)
 	for i := range calls {
-		calls[i] = runtime.TurnCall{ID: fmt.Sprintf("c%d", i), Name: name, Arguments: trivialArgs}
+		calls[i] = runtime.TurnCall{ID: fmt.Sprintf("c%d", i), Name: name, ArgumentsText: trivialArgs}
 	}
 	return calls
 }

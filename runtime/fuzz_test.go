@@ -337,7 +337,7 @@ func FuzzTurnArgs(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		tr, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "1", Name: "echo", Arguments: text}})
+		tr, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "1", Name: "echo", ArgumentsText: text}})
 		if err != nil {
 			t.Fatalf("turn error: %v", err)
 		}
@@ -442,8 +442,8 @@ func TestHugeAndDeepArguments(t *testing.T) {
 	}
 	// The same through a turn (R91 parses the text once).
 	tr, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{
-		{ID: "1", Name: "size", Arguments: big},
-		{ID: "2", Name: "size", Arguments: strings.Repeat("[", 100000)},
+		{ID: "1", Name: "size", ArgumentsText: big},
+		{ID: "2", Name: "size", ArgumentsText: strings.Repeat("[", 100000)},
 	})
 	if err != nil || len(tr.Results) != 2 {
 		t.Fatalf("turn: %v %+v", err, tr)

@@ -61,7 +61,7 @@ func BenchmarkHotPath_Turn16(b *testing.B) {
 	ctx := context.Background()
 	calls := make([]runtime.TurnCall, 16)
 	for i := range calls {
-		calls[i] = runtime.TurnCall{ID: "c", Name: "t", Arguments: `{}`}
+		calls[i] = runtime.TurnCall{ID: "c", Name: "t", ArgumentsText: `{}`}
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -102,7 +102,7 @@ func TestLossless_R47_LiteralsNotFiniteAsFloat64(t *testing.T) {
 			// Valid JSON text that is not lossless parses, as in the
 			// reference, and then fails the snapshot (R91, R48).
 			lastArgs = nil
-			tr, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "t", Name: "echo", Arguments: `{"n":` + lit + `}`}})
+			tr, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "t", Name: "echo", ArgumentsText: `{"n":` + lit + `}`}})
 			require.NoError(t, err)
 			assert.Equal(t, "tool execution arguments must be losslessly JSON-serializable", tr.Results[0].ErrorMessage())
 			assert.Nil(t, lastArgs, "the body is not invoked")

@@ -418,7 +418,7 @@ func (h *nsHarness) turn(ctx context.Context, inst *nsInst, rng *rand.Rand, dept
 		if rng.IntN(3) == 0 {
 			names[i] = "ex"
 		}
-		calls[i] = runtime.TurnCall{ID: h.id(), Name: names[i], Arguments: h.args(rng.Uint64(), depth)}
+		calls[i] = runtime.TurnCall{ID: h.id(), Name: names[i], ArgumentsText: h.args(rng.Uint64(), depth)}
 	}
 	maxPar := 1 + rng.IntN(3)
 	what := fmt.Sprintf("%s turn %v on %v (MaxParallel %d)", where, names, inst, maxPar)

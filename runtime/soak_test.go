@@ -310,10 +310,10 @@ func TestSoak(t *testing.T) {
 						if name == "slow" || name == "slowx" {
 							cancelTurn = true
 						}
-						calls[i] = runtime.TurnCall{ID: fmt.Sprintf("t%d", callSeq.Add(1)), Name: name, Arguments: string(b)}
+						calls[i] = runtime.TurnCall{ID: fmt.Sprintf("t%d", callSeq.Add(1)), Name: name, ArgumentsText: string(b)}
 					}
 					if rand.IntN(20) == 0 {
-						calls[0].Arguments = `{"bad json` // R91: raw string
+						calls[0].ArgumentsText = `{"bad json` // R91: raw string
 					}
 					name := ""
 					if cancelTurn {

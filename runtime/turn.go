@@ -15,12 +15,17 @@ import (
 )
 
 // TurnCall is one tool call of a model turn, as the model wrote it.
+//
+// Its arguments are text, exactly as the model sent them, where a single
+// Execute's Call.Arguments is a JSON value (a json.RawMessage, a map, …):
+// hence the name ArgumentsText. Passing model text to Execute means
+// json.RawMessage(text).
 type TurnCall struct {
 	ID   string
 	Name string
-	// Arguments is the raw argument text: empty means {}, invalid JSON is
-	// passed to the tool as the raw string (R91).
-	Arguments string
+	// ArgumentsText is the model's argument text, parsed once: empty means
+	// {}, invalid JSON is passed to the tool as the raw string (R91).
+	ArgumentsText string
 }
 
 // TurnEventKind tells a call-started record from a result record.
@@ -365,14 +370,14 @@ func (tr *turnRun) classify(i int) {
 	if first {
 		c := &tr.calls[i]
 		call := Call{ID: c.ID, Name: c.Name, Agent: tr.agent, Parent: tr.o.parent}
-		args, ok := turnArgs(c.Arguments)
+		args, ok := turnArgs(c.ArgumentsText)
 		if !ok {
-			if json.Valid([]byte(c.Arguments)) {
+			if json.Valid([]byte(c.ArgumentsText)) {
 				// Valid JSON that is not lossless (e.g. -0): parsed as
 				// JSON, so the snapshot fails (R48), as in the reference.
-				call.Arguments = json.RawMessage(c.Arguments)
+				call.Arguments = json.RawMessage(c.ArgumentsText)
 			} else {
-				call.Arguments = c.Arguments // R91: invalid JSON is passed as the raw string
+				call.Arguments = c.ArgumentsText // R91: invalid JSON is passed as the raw string
 			}
 		}
 		r.initExec(tc.s, tr.ctx, tr.node, call)
@@ -527,7 +532,7 @@ func (r *Registry) turnFromProto(ctx context.Context, h *messageHandler, m *mess
 	}
 	calls := make([]TurnCall, len(m.GetCalls()))
 	for i, c := range m.GetCalls() {
-		calls[i] = TurnCall{ID: c.GetCallId(), Name: c.GetName(), Arguments: c.GetArgumentsText()}
+		calls[i] = TurnCall{ID: c.GetCallId(), Name: c.GetName(), ArgumentsText: c.GetArgumentsText()}
 	}
 	res, err := r.runTurn(ctx, h.viewNode(), h.node.Key, calls, o)
 	if res == nil {

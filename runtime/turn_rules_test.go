@@ -376,11 +376,11 @@ func TestTurnR91_ArgumentsParsedOnce(t *testing.T) {
 	e := newEnv(t)
 	e.par("echo", nil)
 	cs := []runtime.TurnCall{
-		{ID: "empty", Name: "echo", Arguments: ""},
-		{ID: "invalid", Name: "echo", Arguments: `{"a": 1`},
-		{ID: "object", Name: "echo", Arguments: `{"a":1,"b":[true,null]}`},
-		{ID: "array", Name: "echo", Arguments: `[1,2]`},
-		{ID: "word", Name: "echo", Arguments: `hello`},
+		{ID: "empty", Name: "echo", ArgumentsText: ""},
+		{ID: "invalid", Name: "echo", ArgumentsText: `{"a": 1`},
+		{ID: "object", Name: "echo", ArgumentsText: `{"a":1,"b":[true,null]}`},
+		{ID: "array", Name: "echo", ArgumentsText: `[1,2]`},
+		{ID: "word", Name: "echo", ArgumentsText: `hello`},
 	}
 	e.release("empty", "invalid", "object", "array", "word")
 	res, err := e.sc.ExecuteTurn(context.Background(), cs)

@@ -113,7 +113,7 @@ func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 func (p *planner) add(name, a string) string {
 	p.n++
 	id := fmt.Sprintf("%s/c%d", p.prefix, p.n)
-	p.calls = append(p.calls, runtime.TurnCall{ID: id, Name: name, Arguments: a})
+	p.calls = append(p.calls, runtime.TurnCall{ID: id, Name: name, ArgumentsText: a})
 	return id
 }
 
@@ -287,13 +287,13 @@ func newPlan(seed uint64, agents, turns int) (*Plan, error) {
 	for _, a := range plan.Agents {
 		for _, tp := range a.Turns {
 			for _, c := range tp.Calls {
-				plan.Args[c.ID] = c.Arguments
+				plan.Args[c.ID] = c.ArgumentsText
 			}
 		}
 	}
 	for _, tp := range plan.Delegations {
 		for _, c := range tp.Calls {
-			plan.Args[c.ID] = c.Arguments
+			plan.Args[c.ID] = c.ArgumentsText
 		}
 	}
 	return plan, nil
