@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,7 +64,8 @@ type config struct {
 	logger       *slog.Logger
 	system       *actor.ActorSystem
 	events       bool
-	maxQueued    int // 0: unbounded (overload.go)
+	maxQueued    int  // 0: unbounded (overload.go)
+	timeouts     bool // enforce declared timeouts (WithTimeouts)
 }
 
 // Option configures a Registry.
@@ -165,7 +167,25 @@ func New(opts ...Option) (*Registry, error) {
 		r.ownSystem = true
 	}
 	r.global = r.spawnScope(core.NewNode("", nil))
+	if cfg.timeouts {
+		if _, err := r.global.OnExecute(r.TimeoutHook()); err != nil {
+			_ = r.Close(context.Background())
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// WithTimeouts enforces every tool's declared timeout (Definition.Timeout,
+// WithTimeout): New registers TimeoutHook as the first around hook of the
+// global scope, so it wraps every call and every other around hook. A call
+// that runs past its tool's timeout gets the TOOL_TIMEOUT failure "tool call
+// timed out after <ms>ms" (its body's ctx is cancelled at the deadline; R83).
+// Without this option (or TimeoutHook registered by hand) a declared
+// timeout is metadata only: SPEC R19 keeps enforcement out of the core
+// pipeline.
+func WithTimeouts() Option {
+	return optionFunc(func(c *config) error { c.timeouts = true; return nil })
 }
 
 // ActorSystem returns the actor system the registry's actors live in.

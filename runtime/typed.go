@@ -113,7 +113,9 @@ func WithOutputSchema(schema any) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.output = schema })
 }
 
-// WithTimeout declares the tool's timeout (enforced by TimeoutHook, R83).
+// WithTimeout declares the tool's timeout. It is enforced only by a registry
+// created with WithTimeouts (or with TimeoutHook registered by hand); without
+// either it is metadata (R19, R83).
 func WithTimeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.timeout = &d })
 }

@@ -29,7 +29,9 @@ type Definition struct {
 	// (R72–R74).
 	FinalizeContent func(ctx context.Context, exec Execution, res *Result) ([]Block, error)
 	// Timeout, if non-nil, declares a call timeout. It must be positive
-	// (R11). The core pipeline never enforces it; see TimeoutHook (R83).
+	// (R11). It is enforced only when the registry was created with
+	// WithTimeouts (or TimeoutHook is registered as an around hook): the core
+	// pipeline itself never enforces it (R19, R83).
 	Timeout *time.Duration
 	// IsConcurrencySafe classifies a call: parallel only when it returns
 	// exactly (true, nil) without panicking (R36).
@@ -80,7 +82,9 @@ type Call struct {
 	// Name is the tool to call.
 	Name string
 	// Arguments is any lossless JSON value (R47), e.g. a json.RawMessage or
-	// a map[string]any. It is read once and never retained or mutated.
+	// a map[string]any. It is read once and never retained or mutated. A Go
+	// string is a JSON string value, not JSON text: to pass the model's
+	// text, use json.RawMessage(text) (TurnCall.ArgumentsText takes text).
 	Arguments any
 	// Agent is the scope key whose view is used; "" is the global view.
 	// Scope methods fill it with the scope's own key.
