@@ -708,7 +708,10 @@ func TestRegister_R11_ValidationOrder(t *testing.T) {
 	}
 }
 
-func TestRegister_R11_ParametersAndNameNotValidated(t *testing.T) {
+// Parameters are not validated at Register (R11). The empty name is refused
+// (a deviation decided in issue 12: no model can call it, and NewTool
+// refuses it at definition time).
+func TestRegister_R11_ParametersNotValidatedEmptyNameRefused(t *testing.T) {
 	reg := rrNew(t)
 	for _, def := range []runtime.Definition{
 		func() runtime.Definition { d := rrDef("weird", ""); d.Parameters = "not a schema"; return d }(),
@@ -717,13 +720,14 @@ func TestRegister_R11_ParametersAndNameNotValidated(t *testing.T) {
 			d.Parameters = map[string]any{"x": math.Inf(1)}
 			return d
 		}(),
-		rrDef("", "empty name"),
 	} {
 		_, err := reg.Global().Register(def)
 		assert.NoError(t, err, "tool %q", def.Name)
 	}
+	_, err := reg.Global().Register(rrDef("", "empty name"))
+	assert.ErrorIs(t, err, runtime.ErrInvalidDefinition)
 	_, ok := reg.Get("", "")
-	assert.True(t, ok)
+	assert.False(t, ok)
 }
 
 func TestRegister_R12_SameNameInDifferentLayers(t *testing.T) {

@@ -58,9 +58,10 @@ func newToolDef(def Definition) (*toolDef, error) {
 	if def.Timeout != nil && *def.Timeout <= 0 {
 		return nil, fmt.Errorf("%w: tool %q: timeoutMs must be a positive finite number", ErrInvalidDefinition, def.Name)
 	}
-	// R11.4 reserved name.
-	if def.Name == reservedName {
-		return nil, fmt.Errorf("%w: tool name %q is reserved", ErrInvalidDefinition, reservedName)
+	// R11.4 reserved name, and (a deviation: no model can call it) the
+	// empty name.
+	if err := checkToolName(def.Name); err != nil {
+		return nil, err
 	}
 	// Deviation (SPEC R11, recommended): a nil body is rejected here.
 	if def.Execute == nil {
@@ -433,4 +434,17 @@ func messageOf(v any) (msg string) {
 		}()
 		return fmt.Sprint(v)
 	}
+}
+
+// checkToolName refuses the names no tool may have: the reserved "run_code"
+// (R11.4, R107) and the empty name. NewTool checks it at definition time,
+// Register again.
+func checkToolName(name string) error {
+	switch name {
+	case reservedName:
+		return fmt.Errorf("%w: tool name %q is reserved", ErrInvalidDefinition, reservedName)
+	case "":
+		return fmt.Errorf("%w: tool name must not be empty", ErrInvalidDefinition)
+	}
+	return nil
 }

@@ -158,6 +158,9 @@ func WithFinalizer(f func(context.Context, Execution, *Result) ([]Block, error))
 // error listing every violation. Arguments are validated before fn runs;
 // invalid ones fail with INVALID_ARGS and every violation with its path.
 func NewTool[In, Out any](name, description string, fn func(ctx context.Context, in In, rc *RunContext) (Out, error), opts ...ToolOption) (Definition, error) {
+	if err := checkToolName(name); err != nil {
+		return Definition{}, err
+	}
 	if fn == nil {
 		return Definition{}, fmt.Errorf("%w: tool %q must declare execute", ErrInvalidDefinition, name)
 	}
