@@ -75,12 +75,12 @@ func TestSchema_R100_SharedSubschemaBounded(t *testing.T) {
 		}
 		res := reg.Execute(context.Background(), runtime.Call{ID: "a", Name: "echo", Arguments: dag})
 		assert.Equal(t, "tool execution arguments must be losslessly JSON-serializable", res.ErrorMessage())
-		assert.Equal(t, runtime.Exclusive, reg.ExecutionMode(runtime.Call{Name: "echo", Arguments: dag}))
+		assert.Equal(t, runtime.Exclusive, reg.View("").ExecutionMode(runtime.Call{Name: "echo", Arguments: dag}))
 		res = reg.Execute(context.Background(), runtime.Call{ID: "b", Name: "echo", Arguments: json.RawMessage(`{}`)})
 		assert.Equal(t, `tool "echo" returned invalid output: value is not lossless JSON`, res.ErrorMessage())
 		assert.True(t, runtime.Success(dag).IsError())
 	})
-	_, ok := reg.Get("out", "")
+	_, ok := reg.View("").Get("out")
 	assert.False(t, ok, "nothing was registered")
 }
 
@@ -97,11 +97,11 @@ func TestSchema_R100_SharedSubschemaAccepted(t *testing.T) {
 		Output:  &runtime.Output{Schema: dag, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil }})
 	require.NoError(t, err)
-	def, ok := reg.Get("t", "")
+	def, ok := reg.View("").Get("t")
 	require.True(t, ok)
 	assert.JSONEq(t, string(want), string(def.Output.Schema.(json.RawMessage)))
 	assert.JSONEq(t, string(want), string(def.Parameters.(json.RawMessage)))
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	require.Len(t, ss, 1)
 	assert.JSONEq(t, string(want), string(ss[0].Parameters))

@@ -120,12 +120,12 @@ func (w *ccWorker) run(id, rounds int) {
 			if !w.check() {
 				return
 			}
-			_, err := w.reg.Schemas(w.key + "c")
+			_, err := w.reg.View(w.key + "c").Schemas()
 			require.NoError(t, err)
 			for _, n := range w.own {
 				_, ok := w.child.Get(n)
 				assert.True(t, ok, n)
-				_ = w.reg.ExecutionMode(runtime.Call{Name: n, Agent: w.key + "c"})
+				_ = w.reg.View(w.key + "c").ExecutionMode(runtime.Call{Name: n})
 			}
 		case 6:
 			name := w.globals[rng.IntN(len(w.globals))]
@@ -197,9 +197,9 @@ func TestConcurrency_ManyScopesInvariants(t *testing.T) {
 				if !assert.NoError(t, err) {
 					return
 				}
-				_, ok := reg.Get(name, "w0c")
+				_, ok := reg.View("w0c").Get(name)
 				_ = ok // visible unless w0 denies... it only denies g*, but w0 may not exist yet: both are fine
-				_, err = reg.Schemas("")
+				_, err = reg.View("").Schemas()
 				assert.NoError(t, err)
 				if i%3 == 0 {
 					d()
@@ -318,7 +318,7 @@ func TestConcurrency_R109_ReadersNeverSeeHalfMutations(t *testing.T) {
 				default:
 				}
 				reads.Add(1)
-				ss, err := reg.Schemas("c")
+				ss, err := reg.View("c").Schemas()
 				if !assert.NoError(t, err) {
 					return
 				}

@@ -5,34 +5,114 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/toolscope/toolscope/runtime"
 )
 
 // Example is the README's quick start.
 func Example() {
-	reg, err := runtime.New(runtime.WithMaxParallel(10))
+	reg, err := runtime.New(runtime.WithMaxParallel(10), runtime.WithTimeouts())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close(context.Background())
 
-	read, _ := runtime.NewTool("read", "Read a file",
+	read, err := runtime.NewTool("read", "Read a file",
 		func(ctx context.Context, in struct {
 			Path string `json:"path"`
 		}, rc *runtime.RunContext) (string, error) {
 			return "contents of " + in.Path, nil
-		}, runtime.WithParallel())
-	reg.Global().Register(read)
+		}, runtime.WithParallel(), runtime.WithTimeout(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := reg.Global().Register(read); err != nil {
+		log.Fatal(err)
+	}
 
-	planner, _ := reg.NewScope("planner")
-	worker, _ := planner.NewScope("worker")
-	worker.Restrict(runtime.Restriction{Allow: []string{"read"}})
+	planner, err := reg.NewScope("planner")
+	if err != nil {
+		log.Fatal(err)
+	}
+	worker, err := planner.NewScope("worker")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := worker.Restrict(runtime.Restriction{Allow: []string{"read"}}); err != nil {
+		log.Fatal(err)
+	}
 
 	res := worker.Execute(context.Background(), runtime.Call{
 		ID: "c1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)})
-	fmt.Println(res.Text()) // contents of a.txt
-	// Output: contents of a.txt
+	fmt.Println(res.Text())
+
+	res = worker.Execute(context.Background(), runtime.Call{ID: "c2", Name: "write"})
+	if res.Code() == runtime.CodeUnknownTool {
+		fmt.Println(res.ErrorMessage())
+	}
+	// Output:
+	// contents of a.txt
+	// unknown tool "write"
+}
+
+// ExampleRegistry_View reads a key's view without holding its scope handle.
+func ExampleRegistry_View() {
+	reg, err := runtime.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	if _, err := reg.Global().Register(exampleTool("search")); err != nil {
+		log.Fatal(err)
+	}
+	agent, err := reg.NewScope("agent")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := agent.Register(exampleTool("notes")); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(reg.View("agent").Tools(), reg.View("").Tools())
+	_, ok := reg.View("").Get("notes")
+	fmt.Println("global sees notes:", ok)
+	// Output:
+	// [search notes] [search]
+	// global sees notes: false
+}
+
+// ExampleExecutionFromContext: a tool body calls another tool with the ctx
+// it was given; the nested call knows its parent.
+func ExampleExecutionFromContext() {
+	reg, err := runtime.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	g := reg.Global()
+	leaf, err := runtime.NewTool("leaf", "a leaf", func(ctx context.Context, _ struct{}, rc *runtime.RunContext) (string, error) {
+		self, ok := runtime.ExecutionFromContext(ctx)
+		return fmt.Sprintf("%s: ctx carries it: %v, nested: %v", rc.Execution().CallID(),
+			ok && self.Token() == rc.Token(), !rc.Execution().Parent().IsZero()), nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	composite, err := runtime.NewTool("composite", "calls leaf", func(ctx context.Context, _ struct{}, rc *runtime.RunContext) (string, error) {
+		res := g.Execute(ctx, runtime.Call{ID: "leaf-1", Name: "leaf", Arguments: json.RawMessage(`{}`)})
+		return res.Text(), nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range []runtime.Definition{leaf, composite} {
+		if _, err := g.Register(d); err != nil {
+			log.Fatal(err)
+		}
+	}
+	res := g.Execute(context.Background(), runtime.Call{ID: "c", Name: "composite", Arguments: json.RawMessage(`{}`)})
+	fmt.Println(res.Text())
+	// Output: leaf-1: ctx carries it: true, nested: true
 }
 
 func exampleTool(name string) runtime.Definition {

@@ -287,7 +287,7 @@ func FuzzRegistryOps(f *testing.F) {
 					for ni := range fzNames {
 						n := name(ni)
 						layer, vis := m.visible(k, n)
-						def, ok := reg.Get(n, k)
+						def, ok := reg.View(k).Get(n)
 						if ok != vis {
 							t.Fatalf("Get(%q, %q) found=%v, model %v", n, k, ok, vis)
 						}

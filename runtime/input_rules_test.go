@@ -47,7 +47,7 @@ func TestSchemas_R31_ModelFacingJSONNames(t *testing.T) {
 		Execute:     func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil },
 	})
 	require.NoError(t, err)
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	b, err := json.Marshal(ss)
 	require.NoError(t, err)

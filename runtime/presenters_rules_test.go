@@ -68,7 +68,7 @@ func TestRegister_R18_R30_PresentersAreCopied(t *testing.T) {
 	labels["en"] = "changed"
 	p["raw"].(json.RawMessage)[5] = '2'
 	p["new"] = true
-	got, ok := reg.Get("p", "")
+	got, ok := reg.View("").Get("p")
 	require.True(t, ok)
 	assert.Equal(t, want, got.Presenters)
 
@@ -79,7 +79,7 @@ func TestRegister_R18_R30_PresentersAreCopied(t *testing.T) {
 	gp["labels"].(map[string]string)["en"] = "changed"
 	gp["raw"].(json.RawMessage)[5] = '3'
 	delete(gp, "card")
-	again, ok := reg.Get("p", "")
+	again, ok := reg.View("").Get("p")
 	require.True(t, ok)
 	assert.Equal(t, want, again.Presenters)
 }
@@ -107,7 +107,7 @@ func TestRegister_R18_PresentersSharingAndCycles(t *testing.T) {
 		if !assert.NoError(t, err) {
 			return
 		}
-		got, ok := reg.Get("p", "")
+		got, ok := reg.View("").Get("p")
 		if !assert.True(t, ok) {
 			return
 		}

@@ -201,11 +201,11 @@ func TestReentrancy_R86_ObserverAndChangeSubscriberReenterGlobal(t *testing.T) {
 		if !res.IsError() {
 			nested.Add(1)
 		}
-		_, err := reg.Schemas("")
+		_, err := reg.View("").Schemas()
 		return err
 	}))
 	r3M(g.OnChange(func() error {
-		_, _ = reg.Get("t", "")
+		_, _ = reg.View("").Get("t")
 		return nil
 	}))
 	r3Success(t, r3Exec(t, g, context.Background(), r3Call("t", nil)), "1")

@@ -285,19 +285,44 @@ func (r *Registry) nodeOf(key string) *core.Node {
 	return rec.node
 }
 
-// Get returns the definition visible to key (R30); "" is the global view.
-func (r *Registry) Get(name, key string) (Definition, bool) {
-	return r.get(name, r.nodeOf(key))
+// View returns the read view of key (R29, R5, R6): what a call made for that
+// key sees — the global tools plus those of every scope on its chain,
+// through its restrictions. "" is the global view. Reads go by key each
+// time, so a View stays valid whether or not a scope of that key is live
+// (a key never created, or disposed, reads as its recorded chain or the
+// global view). A Scope handle has the same read methods for its own key.
+func (r *Registry) View(key string) View { return View{reg: r, key: key} }
+
+// View is one key's read view of a Registry (see Registry.View). Its key is
+// a distinct type from a tool name at every call site: v.Get(name) cannot be
+// confused with a scope key.
+type View struct {
+	reg *Registry
+	key string
 }
 
-// Schemas returns the model-facing schemas visible to key (R31).
-func (r *Registry) Schemas(key string) ([]ToolSchema, error) {
-	return r.schemas(r.nodeOf(key))
+// Key returns the view's scope key ("" for the global view).
+func (v View) Key() string { return v.key }
+
+// Get returns the definition visible under name (R30).
+func (v View) Get(name string) (Definition, bool) { return v.reg.get(name, v.reg.nodeOf(v.key)) }
+
+// Schemas returns the model-facing schemas visible in the view (R31).
+func (v View) Schemas() ([]ToolSchema, error) { return v.reg.schemas(v.reg.nodeOf(v.key)) }
+
+// ExecutionMode classifies call in the view (R36); call.Agent is ignored.
+func (v View) ExecutionMode(call Call) Mode {
+	return v.reg.executionMode(v.reg.nodeOf(v.key), call.Name, call.Arguments)
 }
 
-// ExecutionMode classifies call in the view of call.Agent (R36).
-func (r *Registry) ExecutionMode(call Call) Mode {
-	return r.executionMode(r.nodeOf(call.Agent), call.Name, call.Arguments)
+// Tools lists the names visible in the view, in view order.
+func (v View) Tools() []string { return v.reg.toolNames(v.reg.nodeOf(v.key)) }
+
+// Execute runs call in the view (call.Agent is set to the view's key), like
+// Registry.Execute.
+func (v View) Execute(ctx context.Context, call Call) *Result {
+	call.Agent = v.key
+	return v.reg.Execute(ctx, call)
 }
 
 func (r *Registry) nextID() uint64 { return r.ids.Add(1) }

@@ -83,7 +83,7 @@ func rrChanges(t testing.TB, s *runtime.Scope) *atomic.Int64 {
 // rrView lists the names of the view of key, via Schemas.
 func rrView(t testing.TB, reg *runtime.Registry, key string) []string {
 	t.Helper()
-	ss, err := reg.Schemas(key)
+	ss, err := reg.View(key).Schemas()
 	require.NoError(t, err)
 	out := []string{}
 	for _, s := range ss {
@@ -95,7 +95,7 @@ func rrView(t testing.TB, reg *runtime.Registry, key string) []string {
 // rrViewTags lists name=description of the view of key.
 func rrViewTags(t testing.TB, reg *runtime.Registry, key string) []string {
 	t.Helper()
-	ss, err := reg.Schemas(key)
+	ss, err := reg.View(key).Schemas()
 	require.NoError(t, err)
 	out := []string{}
 	for _, s := range ss {
@@ -105,7 +105,7 @@ func rrViewTags(t testing.TB, reg *runtime.Registry, key string) []string {
 }
 
 func rrTag(reg *runtime.Registry, name, key string) string {
-	d, ok := reg.Get(name, key)
+	d, ok := reg.View(key).Get(name)
 	if !ok {
 		return "<absent>"
 	}
@@ -270,8 +270,8 @@ func TestScope_R3_RelinkConcurrentReads(t *testing.T) {
 					return
 				default:
 				}
-				_, _ = reg.Get("pt", "kc")
-				_, _ = reg.Schemas("kc")
+				_, _ = reg.View("kc").Get("pt")
+				_, _ = reg.View("kc").Schemas()
 			}
 		}()
 	}
@@ -320,7 +320,7 @@ func TestRegistry_R5_OriginVsSubject(t *testing.T) {
 	a := rrScope(t, reg, "a")
 	rrReg(t, reg.Global(), "g", "G")
 	rrReg(t, a, "x", "A")
-	_, ok := reg.Get("x", "")
+	_, ok := reg.View("").Get("x")
 	assert.False(t, ok, "registering through a scope does not bind reads with the zero key")
 	assert.Equal(t, "A", rrTag(reg, "x", "a"))
 	assert.Equal(t, []string{"g"}, rrView(t, reg, ""))
@@ -347,7 +347,7 @@ func TestRegistry_R6_UnknownAndDisposedKeys(t *testing.T) {
 	// Unknown key: the global view.
 	assert.Equal(t, "G", rrTag(reg, "g", "ghost"))
 	assert.Equal(t, []string{"g"}, rrView(t, reg, "ghost"))
-	assert.Equal(t, runtime.Exclusive, reg.ExecutionMode(runtime.Call{Name: "g", Agent: "ghost"}))
+	assert.Equal(t, runtime.Exclusive, reg.View("ghost").ExecutionMode(runtime.Call{Name: "g"}))
 
 	// Reads never create layers: "ghost" can still be created under any parent.
 	_, err := p.NewScope("ghost")
@@ -370,7 +370,7 @@ func TestScope_R7_DisposeIsLIFOWithOneNotificationPerRemoval(t *testing.T) {
 	var mu sync.Mutex
 	var log [][]string
 	_, err := reg.Global().OnChange(func() error {
-		ss, err := reg.Schemas("a")
+		ss, err := reg.View("a").Schemas()
 		if err != nil {
 			return err
 		}
@@ -442,8 +442,8 @@ func TestScope_R7_ConcurrentDisposeCallersWaitForTeardown(t *testing.T) {
 	results := make(chan seen, n)
 	check := func() {
 		a.Dispose()
-		_, ok1 := reg.Get("t1", "a")
-		_, ok2 := reg.Get("t2", "a")
+		_, ok1 := reg.View("a").Get("t1")
+		_, ok2 := reg.View("a").Get("t2")
 		results <- seen{ok1, ok2}
 	}
 	go check()
@@ -616,7 +616,7 @@ func TestRegister_R10_DefinitionFieldsRoundTrip(t *testing.T) {
 	def.Output.PresentationMeta = func(args, value json.RawMessage) (any, error) { return nil, nil }
 	_, err := reg.Global().Register(def)
 	require.NoError(t, err)
-	got, ok := reg.Get("full", "")
+	got, ok := reg.View("").Get("full")
 	require.True(t, ok)
 	assert.Equal(t, "full", got.Name)
 	assert.Equal(t, "a full definition", got.Description)
@@ -726,7 +726,7 @@ func TestRegister_R11_ParametersNotValidatedEmptyNameRefused(t *testing.T) {
 	}
 	_, err := reg.Global().Register(rrDef("", "empty name"))
 	assert.ErrorIs(t, err, runtime.ErrInvalidDefinition)
-	_, ok := reg.Get("", "")
+	_, ok := reg.View("").Get("")
 	assert.False(t, ok)
 }
 
@@ -780,7 +780,7 @@ func TestRegister_R14_ReadYourWrites(t *testing.T) {
 	a := rrScope(t, reg, "a")
 	var sawItself atomic.Bool
 	_, err := reg.Global().OnChange(func() error {
-		_, ok := reg.Get("x", "a")
+		_, ok := reg.View("a").Get("x")
 		sawItself.Store(ok)
 		return nil
 	})
@@ -789,7 +789,7 @@ func TestRegister_R14_ReadYourWrites(t *testing.T) {
 	assert.True(t, sawItself.Load(), "the notification was delivered, after the tool became visible")
 	done := make(chan bool)
 	go func() {
-		_, ok := reg.Get("x", "a")
+		_, ok := reg.View("a").Get("x")
 		done <- ok
 	}()
 	assert.True(t, <-done, "visible from another goroutine")
@@ -883,7 +883,7 @@ func TestRegister_R16_NotificationFailureRollsBack(t *testing.T) {
 			var visible []bool
 			_, err := reg.Global().OnChange(func() error {
 				calls.Add(1)
-				_, ok := reg.Get("x", "a")
+				_, ok := reg.View("a").Get("x")
 				visible = append(visible, ok)
 				if fail.Load() {
 					if mode == "panic" {
@@ -901,7 +901,7 @@ func TestRegister_R16_NotificationFailureRollsBack(t *testing.T) {
 			assert.ErrorIs(t, err, boom)
 			assert.Equal(t, int64(2), calls.Load(), "announce + rollback")
 			assert.Equal(t, []bool{true, false}, visible)
-			_, ok := reg.Get("x", "a")
+			_, ok := reg.View("a").Get("x")
 			assert.False(t, ok)
 
 			fail.Store(false)
@@ -959,13 +959,13 @@ func TestRegister_R18_RegistrationSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	copy(raw[len(raw)-5:], `XXX"}`)
 
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	require.Len(t, ss, 2)
 	assert.JSONEq(t, `{"type":"object","description":"raw"}`, string(ss[1].Parameters), "raw parameter bytes are copied")
 	assert.Equal(t, "orig", ss[0].Description)
 	assert.JSONEq(t, `{"type":"object","properties":{"p":{"type":"string"}}}`, string(ss[0].Parameters))
-	got, _ := reg.Get("snap", "")
+	got, _ := reg.View("").Get("snap")
 	assert.JSONEq(t, `{"type":"string"}`, string(got.Output.Schema.(json.RawMessage)))
 	assert.Equal(t, time.Second, *got.Timeout)
 	res := rrExec(reg.Global(), "snap")
@@ -990,7 +990,7 @@ func TestRegister_R19_TimeoutIsMetadataOnly(t *testing.T) {
 	close(release)
 	res := <-resc
 	assert.False(t, res.IsError(), "the core pipeline does not enforce the timeout: %s", res.ErrorMessage())
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	b, _ := json.Marshal(ss)
 	assert.NotContains(t, strings.ToLower(string(b)), "timeout")
@@ -1058,7 +1058,7 @@ func TestView_R29_Resolution(t *testing.T) {
 	assert.Equal(t, []string{"a=G", "b=P", "c=G", "d=P"}, rrViewTags(t, reg, "p"))
 	assert.Equal(t, []string{"a=G", "b=G", "c=G"}, rrViewTags(t, reg, ""))
 	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, c.Tools())
-	_, ok := reg.Get(runtime.Call{}.Name, "c")
+	_, ok := reg.View("c").Get(runtime.Call{}.Name)
 	assert.False(t, ok)
 }
 
@@ -1076,7 +1076,7 @@ func TestGet_R30_AbsentAndCopy(t *testing.T) {
 	}
 
 	rrReg(t, reg.Global(), "x", "G")
-	d1, ok := reg.Get("x", "")
+	d1, ok := reg.View("").Get("x")
 	require.True(t, ok)
 	pb := d1.Parameters.(json.RawMessage)
 	for i := range pb {
@@ -1088,12 +1088,12 @@ func TestGet_R30_AbsentAndCopy(t *testing.T) {
 	}
 	d1.Description = "mutated"
 	d1.Output.Render = nil
-	d2, _ := reg.Get("x", "")
+	d2, _ := reg.View("").Get("x")
 	assert.Equal(t, "G", d2.Description)
 	assert.JSONEq(t, `{"type":"object"}`, string(d2.Parameters.(json.RawMessage)))
 	assert.JSONEq(t, `{}`, string(d2.Output.Schema.(json.RawMessage)))
 	assert.NotNil(t, d2.Output.Render)
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type":"object"}`, string(ss[1].Parameters))
 	assert.Equal(t, "G", rrExec(reg.Global(), "x").Text())
@@ -1112,7 +1112,7 @@ func TestSchemas_R31_ExactlyThreeFieldsDeepCopied(t *testing.T) {
 	d.Parameters = map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}
 	_, err := reg.Global().Register(d)
 	require.NoError(t, err)
-	s1, err := reg.Schemas("")
+	s1, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	require.Len(t, s1, 1)
 	want := `{"type":"object","properties":{"q":{"type":"string"}}}`
@@ -1121,7 +1121,7 @@ func TestSchemas_R31_ExactlyThreeFieldsDeepCopied(t *testing.T) {
 		s1[0].Parameters[i] = 'z'
 	}
 	s1[0].Name = "renamed"
-	s2, err := reg.Schemas("")
+	s2, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	assert.Equal(t, "x", s2[0].Name)
 	assert.JSONEq(t, want, string(s2[0].Parameters))
@@ -1137,7 +1137,7 @@ func TestSchemas_R32_HostOnlyMetadataHidden(t *testing.T) {
 	d.IsConcurrencySafe = func(json.RawMessage) (bool, error) { return true, nil }
 	_, err := reg.Global().Register(d)
 	require.NoError(t, err)
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	b, err := json.Marshal(ss)
 	require.NoError(t, err)
@@ -1152,10 +1152,10 @@ func TestSchemas_R33_LossyParameters(t *testing.T) {
 	_, err := reg.Global().Register(lossy)
 	require.NoError(t, err, "parameters are not validated at Register")
 
-	_, err = reg.Schemas("")
+	_, err = reg.View("").Schemas()
 	require.Error(t, err)
 	assert.EqualError(t, err, `tool "lossy" parameters must be lossless JSON before schema projection`)
-	_, ok := reg.Get("lossy", "")
+	_, ok := reg.View("").Get("lossy")
 	assert.True(t, ok, "Get still works")
 
 	hides := rrScope(t, reg, "hides")
@@ -1167,7 +1167,7 @@ func TestSchemas_R33_LossyParameters(t *testing.T) {
 
 	shadows := rrScope(t, reg, "shadows")
 	rrReg(t, shadows, "lossy", "S")
-	ss, err = reg.Schemas("shadows")
+	ss, err = reg.View("shadows").Schemas()
 	require.NoError(t, err, "a lossless shadow replaces the lossy definition")
 	assert.Equal(t, []string{"fine=F", "lossy=S"}, rrViewTags(t, reg, "shadows"))
 	_ = ss
@@ -1193,11 +1193,11 @@ func TestSchemas_R34_DeepParameterSchema(t *testing.T) {
 			d.Parameters = json.RawMessage(deep)
 			_, err := reg.Global().Register(d)
 			require.NoError(t, err)
-			ss, err := reg.Schemas("")
+			ss, err := reg.View("").Schemas()
 			require.NoError(t, err)
 			require.Len(t, ss, 1)
 			assert.Equal(t, deep, string(ss[0].Parameters), "copied intact")
-			got, ok := reg.Get("deep", "")
+			got, ok := reg.View("").Get("deep")
 			require.True(t, ok)
 			assert.Equal(t, deep, string(got.Parameters.(json.RawMessage)))
 			// Also as nested Go maps.
@@ -1213,7 +1213,7 @@ func TestSchemas_R34_DeepParameterSchema(t *testing.T) {
 			d2.Parameters = v
 			_, err = reg.Global().Register(d2)
 			require.NoError(t, err)
-			ss, err = reg.Schemas("")
+			ss, err = reg.View("").Schemas()
 			require.NoError(t, err)
 			require.Len(t, ss, 2)
 			var back any
@@ -1247,7 +1247,7 @@ func TestSchemas_R34_FiveThousandLevelPropertiesSchema(t *testing.T) {
 	_, err = reg.Global().Register(d2)
 	require.NoError(t, err)
 
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	require.Len(t, ss, 2)
 	assert.Equal(t, raw, string(ss[0].Parameters), "raw text copied intact")
@@ -1305,7 +1305,7 @@ func TestExecutionMode_R36_Classification(t *testing.T) {
 			require.NoError(t, err)
 			n := changes.Load()
 
-			assert.Equal(t, tc.want, reg.ExecutionMode(tc.call))
+			assert.Equal(t, tc.want, reg.View(tc.call.Agent).ExecutionMode(tc.call))
 			if tc.call.Agent != "" {
 				s, ok := reg.Scope(tc.call.Agent)
 				require.True(t, ok)
@@ -1467,11 +1467,11 @@ func TestHooks_R86_ReentrantCallbacks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := reg.Schemas("a"); err != nil {
+		if _, err := reg.View("a").Schemas(); err != nil {
 			return err
 		}
-		_, _ = reg.Get("tmp", "a")
-		_ = reg.ExecutionMode(runtime.Call{Name: "inner", Agent: "a"})
+		_, _ = reg.View("a").Get("tmp")
+		_ = reg.View("a").ExecutionMode(runtime.Call{Name: "inner"})
 		dg, err := a.Guard(func(context.Context, runtime.Execution) (string, bool) { return "", false })
 		if err != nil {
 			return err
@@ -1487,7 +1487,7 @@ func TestHooks_R86_ReentrantCallbacks(t *testing.T) {
 			return nil
 		}
 		defer inSub.Store(false)
-		_, err := reg.Schemas("a")
+		_, err := reg.View("a").Schemas()
 		return err
 	})
 	require.NoError(t, err)
@@ -1509,7 +1509,7 @@ func TestHooks_R86_ReentrantCallbacks(t *testing.T) {
 	require.NoError(t, err)
 	outer := rrDef("outer", "O")
 	outer.IsConcurrencySafe = func(json.RawMessage) (bool, error) {
-		_, err := reg.Schemas("a")
+		_, err := reg.View("a").Schemas()
 		return err == nil, nil
 	}
 	outer.Execute = func(ctx context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
@@ -1572,9 +1572,9 @@ func TestChange_R87_WhatNotifies(t *testing.T) {
 			d()
 		}, 0},
 		{"reads and execute", func() {
-			_, _ = reg.Schemas("a")
-			_, _ = reg.Get("x", "a")
-			_ = reg.ExecutionMode(runtime.Call{Name: "x", Agent: "a"})
+			_, _ = reg.View("a").Schemas()
+			_, _ = reg.View("a").Get("x")
+			_ = reg.View("a").ExecutionMode(runtime.Call{Name: "x"})
 			rrExec(a, "x")
 			rrExec(a, "missing")
 		}, 0},
@@ -1680,7 +1680,7 @@ func TestChange_R90_RemovalFailureIsContained(t *testing.T) {
 	fail.Store(true)
 
 	assert.NotPanics(t, d)
-	_, ok := reg.Get("x", "a")
+	_, ok := reg.View("a").Get("x")
 	assert.False(t, ok, "the removal is not undone")
 	assert.Equal(t, int64(1), calls.Load())
 	mu.Lock()
@@ -1699,7 +1699,7 @@ func TestChange_R90_RemovalFailureIsContained(t *testing.T) {
 	b := rrScope(t, reg, "b")
 	_, err = b.Register(rrDef("z", "B"))
 	assert.ErrorIs(t, err, boom)
-	_, ok = reg.Get("z", "b")
+	_, ok = reg.View("b").Get("z")
 	assert.False(t, ok)
 }
 
@@ -1778,7 +1778,7 @@ func TestNewTool_R103_DerivedSchemas(t *testing.T) {
 	reg := rrNew(t)
 	_, err := reg.Global().Register(rrReadTool(t, nil))
 	require.NoError(t, err)
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	require.Len(t, ss, 1)
 	assert.Equal(t, "read", ss[0].Name)
@@ -1786,7 +1786,7 @@ func TestNewTool_R103_DerivedSchemas(t *testing.T) {
 	assert.Equal(t,
 		`{"type":"object","properties":{"path":{"type":"string","description":"file path"},"limit":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}},"opts":{"type":"object","properties":{"deep":{"type":"boolean"}},"required":["deep"],"additionalProperties":false}},"required":["path","opts"]}`,
 		string(ss[0].Parameters), "declaration order kept; omitempty is optional; no additionalProperties at the root")
-	def, _ := reg.Get("read", "")
+	def, _ := reg.View("").Get("read")
 	assert.JSONEq(t,
 		`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`,
 		string(def.Output.Schema.(json.RawMessage)))
@@ -1855,7 +1855,7 @@ func TestNewTool_R105_ExplicitSchemaNoDefaults(t *testing.T) {
 	require.NoError(t, err)
 	_, err = reg.Global().Register(d)
 	require.NoError(t, err)
-	ss, err := reg.Schemas("")
+	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	assert.Equal(t, params, string(ss[0].Parameters), "explicit schema kept verbatim, in key order")
 	res := reg.Execute(context.Background(), runtime.Call{ID: "1", Name: "explicit", Arguments: json.RawMessage(`{"a":"x"}`)})
@@ -1874,10 +1874,10 @@ func TestNewTool_R106_ClassifierExclusiveOnInvalidArgs(t *testing.T) {
 	}))
 	_, err := reg.Global().Register(d)
 	require.NoError(t, err)
-	bad := reg.ExecutionMode(runtime.Call{Name: "read", Arguments: json.RawMessage(`{"path":1}`)})
+	bad := reg.View("").ExecutionMode(runtime.Call{Name: "read", Arguments: json.RawMessage(`{"path":1}`)})
 	assert.Equal(t, runtime.Exclusive, bad)
 	assert.Equal(t, int64(0), clfCalls.Load(), "the author's classifier is not called for invalid arguments")
-	good := reg.ExecutionMode(runtime.Call{Name: "read", Arguments: json.RawMessage(`{"path":"a","opts":{"deep":false}}`)})
+	good := reg.View("").ExecutionMode(runtime.Call{Name: "read", Arguments: json.RawMessage(`{"path":"a","opts":{"deep":false}}`)})
 	assert.Equal(t, runtime.Parallel, good)
 	assert.Equal(t, int64(1), clfCalls.Load())
 
@@ -1885,8 +1885,8 @@ func TestNewTool_R106_ClassifierExclusiveOnInvalidArgs(t *testing.T) {
 	par.Name = "readp"
 	_, err = reg.Global().Register(par)
 	require.NoError(t, err)
-	assert.Equal(t, runtime.Exclusive, reg.ExecutionMode(runtime.Call{Name: "readp", Arguments: json.RawMessage(`{}`)}))
-	assert.Equal(t, runtime.Parallel, reg.ExecutionMode(runtime.Call{Name: "readp", Arguments: map[string]any{"path": "p", "opts": map[string]any{"deep": true}}}))
+	assert.Equal(t, runtime.Exclusive, reg.View("").ExecutionMode(runtime.Call{Name: "readp", Arguments: json.RawMessage(`{}`)}))
+	assert.Equal(t, runtime.Parallel, reg.View("").ExecutionMode(runtime.Call{Name: "readp", Arguments: map[string]any{"path": "p", "opts": map[string]any{"deep": true}}}))
 }
 
 // ---- §11 run_code ----

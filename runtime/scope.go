@@ -724,8 +724,10 @@ func (s *Scope) ExecutionMode(call Call) Mode {
 }
 
 // Tools lists the names visible in the scope's view, in view order.
-func (s *Scope) Tools() []string {
-	chain := core.Load(s.reg.global.node, s.viewNode())
+func (s *Scope) Tools() []string { return s.reg.toolNames(s.viewNode()) }
+
+func (r *Registry) toolNames(node *core.Node) []string {
+	chain := core.Load(r.global.node, node)
 	view := chain.View()
 	out := make([]string, len(view))
 	for i, e := range view {

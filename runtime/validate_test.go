@@ -106,7 +106,7 @@ func TestValidateValue_R102_AgreesWithExecute(t *testing.T) {
 	require.NoError(t, err)
 	res := reg.Execute(context.Background(), runtime.Call{ID: "c", Name: "t", Arguments: json.RawMessage(`{}`)})
 	require.True(t, res.IsError())
-	def, ok := reg.Get("t", "")
+	def, ok := reg.View("").Get("t")
 	require.True(t, ok)
 	got, err := runtime.ValidateValue(def.Output.Schema, out)
 	require.NoError(t, err)
