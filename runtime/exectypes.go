@@ -18,7 +18,7 @@ func (t Token) IsZero() bool { return t.s == nil }
 type Execution struct{ s *execState }
 
 // Token returns the execution's token.
-func (e Execution) Token() Token { return Token{e.s} }
+func (e Execution) Token() Token { return Token(e) }
 
 // CallID returns the call id.
 func (e Execution) CallID() string { return e.s.callID }

@@ -119,8 +119,6 @@ func r3Await[T any](t testing.TB, ch <-chan T) T {
 	}
 }
 
-func r3Text(res *runtime.Result) []runtime.Block { return res.Content() }
-
 func r3Success(t testing.TB, res *runtime.Result, value string) {
 	t.Helper()
 	require.False(t, res.IsError(), "unexpected failure: %s", res.ErrorMessage())

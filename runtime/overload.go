@@ -40,12 +40,3 @@ func (r *Registry) overloaded(node *core.Node) bool {
 func overloadedResult() *Result {
 	return codedFailure(NameOverloaded, CodeOverloaded, "tool call rejected: too many calls waiting for admission in this scope")
 }
-
-// queued reports the calls of node's scope waiting for admission (tests).
-func (r *Registry) queued(node *core.Node) int64 {
-	sh := r.admission(node)
-	if sh == nil {
-		return 0
-	}
-	return sh.gate.Waiting()
-}

@@ -175,7 +175,7 @@ func TestScope_R3_ParentLink(t *testing.T) {
 	assert.ErrorIs(t, err, runtime.ErrScopeLink, "cycle")
 
 	// Re-creating under the same parent is fine; the link is key-level.
-	c, err = p.NewScope("c")
+	_, err = p.NewScope("c")
 	require.NoError(t, err)
 	rrReg(t, p, "pt", "P")
 	assert.Equal(t, "P", rrTag(reg, "pt", "c"))

@@ -52,10 +52,10 @@ func soakArgsOf(e runtime.Execution) soakArgs {
 
 // soakStats counts what the soak injected and saw.
 type soakStats struct {
-	calls, turns, turnCalls        atomic.Int64
-	panics, cancels, denials       atomic.Int64
-	closedRes, overloaded, churnOp atomic.Int64
-	overlaps, actorFaults          atomic.Int64
+	calls, turns, turnCalls atomic.Int64
+	panics, cancels         atomic.Int64
+	overloaded, churnOp     atomic.Int64
+	overlaps, actorFaults   atomic.Int64
 }
 
 // overlap instruments the bodies of one scope.

@@ -25,31 +25,32 @@ type ftOther struct {
 }
 
 type ftArgs struct {
-	Path     string            `json:"path"`
-	Count    int64             `json:"count,omitzero"`
-	Ratio    float32           `json:"ratio,omitempty"`
-	Flag     bool              `json:"flag"`
-	Tags     []string          `json:"tags"`
-	Blob     []byte            `json:"blob"`
-	Fixed    [2]uint8          `json:"fixed"`
-	Inner    *ftInner          `json:"inner,omitempty"`
-	Labels   map[string]string `json:"labels"`
-	ByID     map[int]bool      `json:"by_id"`
-	Any      any               `json:"any"`
-	Raw      json.RawMessage   `json:"raw"`
-	Num      json.Number       `json:"num"`
-	When     time.Time         `json:"when"`
-	Addr     netip.Addr        `json:"addr"` // TextMarshaler
-	Quoted   int               `json:"quoted,string"`
-	Skipped  string            `json:"-"`
-	Dash     string            `json:"-,"` // named "-"
+	Path    string            `json:"path"`
+	Count   int64             `json:"count,omitzero"`
+	Ratio   float32           `json:"ratio,omitempty"`
+	Flag    bool              `json:"flag"`
+	Tags    []string          `json:"tags"`
+	Blob    []byte            `json:"blob"`
+	Fixed   [2]uint8          `json:"fixed"`
+	Inner   *ftInner          `json:"inner,omitempty"`
+	Labels  map[string]string `json:"labels"`
+	ByID    map[int]bool      `json:"by_id"`
+	Any     any               `json:"any"`
+	Raw     json.RawMessage   `json:"raw"`
+	Num     json.Number       `json:"num"`
+	When    time.Time         `json:"when"`
+	Addr    netip.Addr        `json:"addr"` // TextMarshaler
+	Quoted  int               `json:"quoted,string"`
+	Skipped string            `json:"-"`
+	//lint:ignore SA5008 encoding/json names this field "-": the case under test
+	Dash     string `json:"-,"` // named "-"
 	Untagged uint
-	hidden   int
+	hidden   int //lint:ignore U1000 an unexported field the derivation must skip
 	ftEmbedded
 	*ftOther
 }
 
-type ftMarshaler struct{ x int }
+type ftMarshaler struct{ x int } //lint:ignore U1000 a type with a field, for the marshaler case
 
 func (ftMarshaler) MarshalJSON() ([]byte, error) { return []byte(`1`), nil }
 

@@ -34,49 +34,50 @@ type umNode struct {
 type umString string
 
 type umAll struct {
-	S      string                `json:"s"`
-	Bo     bool                  `json:"bo"`
-	I      int                   // untagged: JSON name "I"
-	I8     int8                  `json:"i8"`
-	I16    int16                 `json:"i16"`
-	I32    int32                 `json:"i32"`
-	I64    int64                 `json:"i64,omitempty"`
-	U      uint                  `json:"u"`
-	U8     uint8                 `json:"u8"`
-	U16    uint16                `json:"u16"`
-	U32    uint32                `json:"u32,omitzero"`
-	U64    uint64                `json:"u64"`
-	Up     uintptr               `json:"up"`
-	F32    float32               `json:"f32"`
-	F64    float64               `json:"f64"`
-	PS     *string               `json:"ps"`
-	PPI    **int                 `json:"ppi"`
-	SS     []string              `json:"ss"`
-	SI     []umInner             `json:"si"`
-	SP     []*umInner            `json:"sp"`
-	SSS    [][]string            `json:"sss"`
-	MI     map[string]int        `json:"mi"`
-	MA     map[string]any        `json:"ma"`
-	MS     map[string][]int      `json:"ms"`
-	MP     map[string]*umInner   `json:"mp"`
-	MN     map[umString]umString `json:"mn"`
-	Any    any                   `json:"any"`
-	PAny   *any                  `json:"pany"`
-	SAny   []any                 `json:"sany"`
-	In     umInner               `json:"in"`
-	PIn    *umInner              `json:"pin"`
-	Node   *umNode               `json:"node"`
-	K      int                   `json:"k"`  // reachable through U+212A KELVIN SIGN
-	Sx     int                   `json:"sx"` // reachable through U+017F LONG S
-	Dash   int                   `json:"-,"` // named "-"
-	Skip   int                   `json:"-"`  // ignored
-	hidden int                   //nolint:unused // unexported: ignored
-	Ab     int                   `json:"ab"` // first of a fold collision
-	AB     int                   `json:"AB"` // exact "AB" only
-	Dot    int                   `json:"a.b_c-d"`
-	Named  umString              `json:"named"`
-	Empty  struct{}              `json:"empty"`
-	Str    string                `json:"str,omitempty"`
+	S    string                `json:"s"`
+	Bo   bool                  `json:"bo"`
+	I    int                   // untagged: JSON name "I"
+	I8   int8                  `json:"i8"`
+	I16  int16                 `json:"i16"`
+	I32  int32                 `json:"i32"`
+	I64  int64                 `json:"i64,omitempty"`
+	U    uint                  `json:"u"`
+	U8   uint8                 `json:"u8"`
+	U16  uint16                `json:"u16"`
+	U32  uint32                `json:"u32,omitzero"`
+	U64  uint64                `json:"u64"`
+	Up   uintptr               `json:"up"`
+	F32  float32               `json:"f32"`
+	F64  float64               `json:"f64"`
+	PS   *string               `json:"ps"`
+	PPI  **int                 `json:"ppi"`
+	SS   []string              `json:"ss"`
+	SI   []umInner             `json:"si"`
+	SP   []*umInner            `json:"sp"`
+	SSS  [][]string            `json:"sss"`
+	MI   map[string]int        `json:"mi"`
+	MA   map[string]any        `json:"ma"`
+	MS   map[string][]int      `json:"ms"`
+	MP   map[string]*umInner   `json:"mp"`
+	MN   map[umString]umString `json:"mn"`
+	Any  any                   `json:"any"`
+	PAny *any                  `json:"pany"`
+	SAny []any                 `json:"sany"`
+	In   umInner               `json:"in"`
+	PIn  *umInner              `json:"pin"`
+	Node *umNode               `json:"node"`
+	K    int                   `json:"k"`  // reachable through U+212A KELVIN SIGN
+	Sx   int                   `json:"sx"` // reachable through U+017F LONG S
+	//lint:ignore SA5008 encoding/json names this field "-": the case under test
+	Dash   int      `json:"-,"` // named "-"
+	Skip   int      `json:"-"`  // ignored
+	hidden int      //nolint:unused // unexported: ignored
+	Ab     int      `json:"ab"` // first of a fold collision
+	AB     int      `json:"AB"` // exact "AB" only
+	Dot    int      `json:"a.b_c-d"`
+	Named  umString `json:"named"`
+	Empty  struct{} `json:"empty"`
+	Str    string   `json:"str,omitempty"`
 }
 
 // umMedium is the 6-field struct of the benchmarks.
