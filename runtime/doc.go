@@ -29,7 +29,8 @@
 //
 // # Reads
 //
-// Get, Schemas and ExecutionMode answer for one view without waiting on any
+// A Scope handle reads its own key's view; Registry.View(key) reads any
+// key's without a handle. Get, Schemas and ExecutionMode answer for one view without waiting on any
 // actor: each scope's actor publishes an immutable snapshot of its layer
 // after every change, and a read loads each layer on the chain once, so it
 // sees one consistent state. Get and ExecutionMode resolve one name without
@@ -43,7 +44,7 @@
 // Scope.Execute runs one call through argument snapshot, pre-execute
 // (Allow/Deny/Ask), approval, guards, around hooks, the tool body (with
 // context cancellation), output validation and rendering, post-execute,
-// the content finalizer and result observers (SPEC §7). Every failure is a
+// the content finalizer and result observers (docs/contract.md §7). Every failure is a
 // coded or plain failure Result; no panic escapes; the returned Result is an
 // immutable snapshot. Dispatch is admitted by the scope's supervisor actor:
 // parallel-classified calls overlap, an exclusive call runs alone, first
@@ -51,16 +52,57 @@
 //
 // # Turns
 //
-// Scope.ExecuteTurn runs the calls of one model turn (SPEC §9): parallel
+// Scope.ExecuteTurn runs the calls of one model turn (docs/contract.md §9): parallel
 // calls overlap in a rolling pool bounded by WithMaxParallel, an exclusive call
 // is a barrier, and post-execute, results and contexts stay in model order.
 //
+// # Nested calls
+//
+// Every callback's ctx carries its execution (ExecutionFromContext). A
+// body, hook or guard that calls Execute or ExecuteTurn with that ctx (or
+// with Call.Parent) makes a nested call: it runs inside its ancestor's
+// admission instead of waiting for it. An exclusive call never overlaps a
+// call of its scope that is not one of its ancestors; a nesting pattern
+// that could only deadlock (two parallel siblings both asking for an
+// exclusive call of their scope) fails at once with CodeWouldDeadlock. A
+// call waiting for admission leaves when its ctx ends
+// (CodeAbortedBeforeDispatch). Close called from inside a call returns
+// ErrCloseInsideCall instead of waiting for itself.
+//
 // # Actors and messages
 //
-// Each scope is a protoactor actor (package actors) that is the single
+// Each scope is a protoactor actor (internal/actorsys) that is the single
 // writer of its layer; user code never runs inside an actor's Receive, so
 // every callback may call back into the registry. Scope.PID exposes the
 // actor: other actors in the same system may send it the protobuf requests
 // of package messages (execute, execution mode, get, schemas, turn) and get
 // the replies. WithActorSystem embeds toolscope in an existing system.
+// Nothing else in the API needs protoactor: a plain Go program uses
+// Registry, Scope, View and the callbacks only.
+//
+// # API conventions
+//
+// Decided for the 0.x API (issue 12), so a Go reviewer can rely on them:
+//
+//   - Views: a scope key and a tool name never meet in one argument list;
+//     reads by key are reg.View(key).Get(name), never Get(name, key).
+//   - ctx first: every callback (Guard, PreExecuteHook, AroundHook,
+//     PostExecuteHook, ResultObserver, FinalizeContent, Approver) takes a
+//     context.Context first: the execution's ctx (the caller's, carrying
+//     the execution). ChangeSubscriber runs for no call and takes none.
+//   - Options are WithXxx everywhere: registry options, tool options (NewTool),
+//     turn options (WithMaxParallel serves New and ExecuteTurn alike,
+//     WithTurnID) and hook options (WithPrepend).
+//   - Arguments: Call.Arguments is a JSON value (json.RawMessage for text);
+//     TurnCall.ArgumentsText is the model's text, parsed once (R91).
+//   - Timeouts are declared on tools and enforced by WithTimeouts.
+//   - Failure codes are typed (Code); a user's coded error implements
+//     Coded with a plain string Code, and Result.Code returns it as a Code.
+//   - Goroutine identity is read from the stack in two slow paths only,
+//     where nothing else can tell that a caller would wait for itself: a
+//     Dispose (which takes no ctx) made from one of its own teardown's
+//     change notifications, or waiting on another teardown that waits for
+//     it; and a Close made from a callback with a ctx that carries no
+//     execution (context.Background()). With the callback's ctx, Close
+//     knows its caller from the ctx. Neither path is taken by a call.
 package runtime
