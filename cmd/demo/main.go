@@ -21,7 +21,7 @@ import (
 func main() {
 	var cfg config
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the simulated plans (same seed, same plan and summary)")
-	flag.IntVar(&cfg.Agents, "agents", 5, "top-level agents, the coordinator included (1–7); coders and researchers bring a sub-agent each")
+	flag.IntVar(&cfg.Agents, "agents", 5, "top-level agents, the coordinator included (1–50); coders and researchers bring a sub-agent each")
 	flag.IntVar(&cfg.Turns, "turns", 3, "model turns per top-level agent (1–20)")
 	flag.StringVar(&cfg.OutDir, "out", ".", "directory for timeline.html (empty: don't write it)")
 	flag.StringVar(&cfg.JSONFile, "json", "", "write the raw execution events to this file, one JSON object per line")

@@ -139,7 +139,7 @@ func TestSameSeedSameRun(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, c := range []config{{Agents: 0, Turns: 1}, {Agents: 8, Turns: 1}, {Agents: 1, Turns: 0}} {
+	for _, c := range []config{{Agents: 0, Turns: 1}, {Agents: 51, Turns: 1}, {Agents: 1, Turns: 0}} {
 		if _, err := run(context.Background(), c, new(strings.Builder)); err == nil {
 			t.Errorf("%+v: want an error", c)
 		}

@@ -21,7 +21,8 @@ const (
 	roleScout       = "scout"  // nested under a researcher
 )
 
-// workerRoles is the order in which top-level workers join the team.
+// workerRoles is the order in which top-level workers join the team; past
+// its end the roles repeat (coder-3, reviewer-3, …).
 var workerRoles = []string{roleCoder, roleReviewer, roleResearcher, roleCoder, roleReviewer, roleResearcher}
 
 // agentPlan is one agent's script: its scope and the turns its model will
@@ -173,11 +174,15 @@ func (p *planner) filler(role string, n int) {
 	}
 }
 
+// maxAgents bounds -agents: enough for a crowded timeline, few enough
+// that the demo still finishes in about a second.
+const maxAgents = 50
+
 // newPlan builds the scripted run. Every feature the demo shows is placed
 // at a fixed spot; the rest of each turn is seeded-random filler.
 func newPlan(seed uint64, agents, turns int) (*Plan, error) {
-	if agents < 1 || agents > 1+len(workerRoles) {
-		return nil, fmt.Errorf("-agents must be between 1 and %d, got %d", 1+len(workerRoles), agents)
+	if agents < 1 || agents > maxAgents {
+		return nil, fmt.Errorf("-agents must be between 1 and %d, got %d", maxAgents, agents)
 	}
 	if turns < 1 || turns > 20 {
 		return nil, fmt.Errorf("-turns must be between 1 and 20, got %d", turns)
@@ -199,7 +204,7 @@ func newPlan(seed uint64, agents, turns int) (*Plan, error) {
 	}
 	add(roleCoordinator, "", 0)
 	for i := range agents - 1 {
-		w := add(workerRoles[i], "", 0)
+		w := add(workerRoles[i%len(workerRoles)], "", 0)
 		switch w.Role {
 		case roleCoder:
 			add(roleTester, w.Key, 1)
