@@ -30,7 +30,7 @@ func goroutineID() uint64 {
 // onCallbackStack reports whether the current goroutine runs inside a
 // toolscope callback: whether its stack, below the frame of entry (the
 // exported method asking, e.g. "(*Registry).Close"), holds a frame of
-// toolscope's own code (package runtime, actors or internal, test files
+// toolscope's own code (package runtime or internal, test files
 // excepted). User code is only ever below such a frame when toolscope
 // called it: a tool body, hook, guard, approver, observer or change
 // subscriber, on a caller's goroutine or a worker's. Close uses it when its
@@ -53,7 +53,6 @@ func onCallbackStack(entry string) bool {
 // toolscopeCode are the package prefixes of toolscope's own frames.
 var toolscopeCode = []string{
 	"github.com/toolscope/toolscope/runtime.",
-	"github.com/toolscope/toolscope/actors.",
 	"github.com/toolscope/toolscope/internal/",
 }
 
