@@ -293,6 +293,7 @@ func (r *Registry) shutdown() {
 		s.dispose()
 	}
 	r.global.stop()
+	r.closeSubscriptions()
 	r.workers.close()
 	if r.ownSystem {
 		r.system.Shutdown()

@@ -139,7 +139,7 @@ func (r *Registry) poisonActor(pid *actor.PID) {
 }
 
 func (r *Registry) emitStarted(s *execState) {
-	if s.startedSent || !s.events {
+	if s.startedSent || (!s.events && s.typed == nil) {
 		return
 	}
 	r.publishStarted(s, time.Now().UnixNano())
@@ -148,6 +148,12 @@ func (r *Registry) emitStarted(s *execState) {
 func (r *Registry) publishStarted(s *execState, at int64) {
 	s.startedSent = true
 	s.startedAt = at
+	if s.typed != nil {
+		deliverTyped(s.typed, execEvent(ExecutionStarted, s, at))
+	}
+	if !s.events {
+		return
+	}
 	r.publish(&messages.ExecutionStarted{
 		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
 		UnixNanos: at, TurnId: s.turnID, Group: s.group,
@@ -155,7 +161,7 @@ func (r *Registry) publishStarted(s *execState, at int64) {
 }
 
 func (r *Registry) emitFinished(s *execState, res *Result) {
-	if !s.events {
+	if !s.events && s.typed == nil {
 		return
 	}
 	if !s.startedSent {
@@ -164,6 +170,25 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 			at = time.Now().UnixNano()
 		}
 		r.publishStarted(s, at)
+	}
+	now := time.Now().UnixNano()
+	if s.typed != nil {
+		e := execEvent(ExecutionFinished, s, now)
+		e.IsError, e.Code = res.isError, res.errCode
+		switch {
+		case !res.isError:
+			e.Outcome = OutcomeOK
+		case res.hasInfo:
+			e.Outcome = OutcomeCoded
+		case s.denied:
+			e.Outcome = OutcomeDenied
+		default:
+			e.Outcome = OutcomeFailed
+		}
+		deliverTyped(s.typed, e)
+	}
+	if !s.events {
+		return
 	}
 	code := res.errCode
 	if res.isError && !res.hasInfo {
@@ -174,7 +199,7 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 	}
 	r.publish(&messages.ExecutionFinished{
 		CallId: s.callID, Scope: s.agent, Tool: s.name, Mode: eventMode(s),
-		StartedUnixNanos: s.startedAt, FinishedUnixNanos: time.Now().UnixNano(),
+		StartedUnixNanos: s.startedAt, FinishedUnixNanos: now,
 		OutcomeCode: string(code), IsError: res.isError, TurnId: s.turnID, Group: s.group,
 		DispatchDoneUnixNanos: s.dispatchEnd,
 	})
@@ -182,11 +207,19 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 
 // emitSynthetic publishes the event pair of a turn call that never started
 // (R97): it bypasses the registry, but the record of calls stays complete.
-func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32) {
+func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32, parent Token) {
+	now := time.Now().UnixNano()
+	if subs := r.typedListeners(); len(subs) > 0 {
+		t := unixTime(now)
+		e := Event{Kind: ExecutionStarted, At: t, CallID: callID, Tool: tool, Scope: scope, Parent: parent,
+			EnteredAt: t, StartedAt: t, TurnID: turnID, Group: group}
+		deliverTyped(subs, e)
+		e.Kind, e.IsError, e.Code, e.Outcome = ExecutionFinished, true, CodeAbortedBeforeDispatch, OutcomeCoded
+		deliverTyped(subs, e)
+	}
 	if !r.listening() {
 		return
 	}
-	now := time.Now().UnixNano()
 	r.publish(&messages.ExecutionStarted{
 		CallId: callID, Scope: scope, Tool: tool, UnixNanos: now, TurnId: turnID, Group: group,
 	})

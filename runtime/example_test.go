@@ -197,3 +197,29 @@ func ExampleScope_Execute() {
 	// 3: error=true code="" Error: no greeting for mallory
 	// 4: error=true code="UNKNOWN_TOOL" Error: unknown tool "shout"
 }
+
+// ExampleRegistry_Subscribe watches calls through the typed event API.
+func ExampleRegistry_Subscribe() {
+	reg, err := runtime.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	if _, err := reg.Global().Register(exampleTool("search")); err != nil {
+		log.Fatal(err)
+	}
+	finished := make(chan runtime.Event, 1)
+	sub, err := reg.Subscribe(func(e runtime.Event) {
+		if e.Kind == runtime.ExecutionFinished {
+			finished <- e
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sub.Close()
+	reg.Global().Execute(context.Background(), runtime.Call{ID: "c1", Name: "search", Arguments: json.RawMessage(`{}`)})
+	e := <-finished
+	fmt.Println(e.Kind, e.CallID, e.Tool, e.Outcome == runtime.OutcomeOK, e.Mode)
+	// Output: execution-finished c1 search true exclusive
+}

@@ -62,7 +62,8 @@ type execState struct {
 	startedAt   int64
 	dispatchEnd int64 // when around+body returned (0: never dispatched)
 	startedSent bool
-	events      bool // someone listened at entry: publish both events (events.go)
+	events      bool            // someone listened on the event stream at entry: publish both events (events.go)
+	typed       []*Subscription // the typed subscribers at entry (observe.go)
 }
 
 // Execute runs one call in the scope's view through the whole pipeline
@@ -119,7 +120,9 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	if s.rootID == "" {
 		s.rootID = s.callID
 	}
-	if s.events = r.listening(); s.events {
+	s.events = r.listening()
+	s.typed = r.typedListeners()
+	if s.events || s.typed != nil {
 		s.enteredAt = time.Now().UnixNano()
 	}
 	if node == nil {

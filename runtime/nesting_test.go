@@ -24,7 +24,13 @@ const nestTimeout = 10 * time.Second
 // nestAwait waits for ch or fails the test with a goroutine dump.
 func nestAwait[T any](t testing.TB, ch <-chan T) T {
 	t.Helper()
-	timer := time.NewTimer(nestTimeout)
+	return nestAwaitFor(t, ch, nestTimeout)
+}
+
+// nestAwaitFor is nestAwait with a bound of d.
+func nestAwaitFor[T any](t testing.TB, ch <-chan T, d time.Duration) T {
+	t.Helper()
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case v := <-ch:

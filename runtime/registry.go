@@ -34,6 +34,9 @@ type Registry struct {
 
 	workers *workerPool
 	nest    nestState // nested admission (nesting.go)
+	// subs are the typed event subscriptions (observe.go), copy on write.
+	subsMu sync.Mutex
+	subs   atomic.Pointer[[]*Subscription]
 	// listeners caches who listens on the event stream (events.go): the
 	// stream's length+1 when last classified, high 32 bits, and how many of
 	// its subscribers are real (not protoactor's own), low 32 bits; 0 until

@@ -690,6 +690,7 @@ func (r *Registry) notify() error { return r.notifyIn(nil) }
 // notifyIn is notify on behalf of the handle teardown m (nil: none), which
 // records its goroutine before the first subscriber runs (teardownState).
 func (r *Registry) notifyIn(m *teardownState) error {
+	r.emitChanged()
 	subs := r.global.node.Layer().List(core.KindChange)
 	if len(subs) > 0 {
 		m.enterCallbacks()

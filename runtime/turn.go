@@ -237,6 +237,7 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 		tr.states[i].tr = tr
 		tr.states[i].i = i
 	}
+	r.emitTurn(TurnStarted, tr, nil, nil)
 	tr.drive()
 	<-tr.finished
 	if tr.err != nil {
@@ -247,8 +248,10 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 			n++
 		}
 		tr.out.Results = tr.out.Results[:n]
+		r.emitTurn(TurnFinished, tr, tr.out, tr.err)
 		return tr.out, tr.err
 	}
+	r.emitTurn(TurnFinished, tr, tr.out, nil)
 	return tr.out, nil
 }
 
@@ -344,7 +347,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 			id := tr.calls[i].ID
 			tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, id}, TurnEvent{ResultRecorded, id})
 			tr.out.Results[i] = abortedBeforeDispatch()
-			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group)
+			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group, tr.o.parent)
 		case sched.Wait:
 			if tr.done.Load() != nil {
 				continue
