@@ -50,10 +50,10 @@ type Outcome int
 
 // The outcomes of a finished call.
 const (
-	OutcomeOK      Outcome = iota // a success
-	OutcomeDenied                 // a denial (pre-execute, approval or guard)
-	OutcomeFailed                 // an uncoded failure (the body's or a hook's error)
-	OutcomeCoded                  // a coded failure: see Event.Code
+	OutcomeOK     Outcome = iota // a success
+	OutcomeDenied                // a denial (pre-execute, approval or guard)
+	OutcomeFailed                // an uncoded failure (the body's or a hook's error)
+	OutcomeCoded                 // a coded failure: see Event.Code
 )
 
 // Event is one typed event of a Registry (Subscribe). Fields that do not

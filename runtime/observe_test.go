@@ -85,7 +85,9 @@ func TestEvents_TypedTurnOfEveryKind(t *testing.T) {
 	r3M(s.Register(nestTool("outer", false, func(ctx context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		return s.Execute(ctx, runtime.Call{ID: "inner", Name: "par"}).Text(), nil
 	})))
-	r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) { return "not allowed", e.Name() == "denied" }))
+	r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
+		return "not allowed", e.Name() == "denied"
+	}))
 	changes := len(log.waitFor(t, 5))
 
 	tr, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{
