@@ -69,17 +69,20 @@ func TestGoldenSummary(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var e struct {
-			Event string          `json:"event"`
-			Data  json.RawMessage `json:"data"`
+			Event  string `json:"event"`
+			CallID string `json:"call_id"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("bad event line %q: %v", sc.Text(), err)
+		}
+		if e.CallID == "" {
+			t.Errorf("event line without a call id: %q", sc.Text())
 		}
 		kinds[e.Event]++
 	}
 	// Every call has one pair, the never-started calls of a cancelled turn
 	// included (their synthetic pair, R97).
-	if want := sum.Total.Calls + sum.NeverStarted; kinds["ExecutionStarted"] != want || kinds["ExecutionFinished"] != want {
+	if want := sum.Total.Calls + sum.NeverStarted; kinds["execution-started"] != want || kinds["execution-finished"] != want {
 		t.Errorf("events %v, want %d of each", kinds, want)
 	}
 

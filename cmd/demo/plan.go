@@ -42,7 +42,7 @@ type turnPlan struct {
 	Calls []runtime.TurnCall
 	// InterruptOn, if set, is the call id during which the simulated user
 	// presses Ctrl-C: the turn's context is cancelled shortly after that call
-	// starts (seen on the event stream).
+	// starts (seen through Registry.Subscribe).
 	InterruptOn string
 }
 

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
@@ -46,20 +45,20 @@ type callRecord struct {
 	Args, Message string
 }
 
-// recorder subscribes to the registry's event stream.
+// recorder subscribes to the registry's typed events (Registry.Subscribe).
 type recorder struct {
 	mu       sync.Mutex
-	finished []*messages.ExecutionFinished
-	raw      []any // every event, in publish order
-	dispatch map[string]int64
-	onStart  func(*messages.ExecutionStarted)
+	finished []runtime.Event
+	raw      []runtime.Event // every execution event, in delivery order
+	onStart  func(runtime.Event)
+	arrived  chan struct{} // a token per finished event
 
 	inFlight, done atomic.Int64
 }
 
-func (r *recorder) handle(evt any) {
-	switch e := evt.(type) {
-	case *messages.ExecutionStarted:
+func (r *recorder) handle(e runtime.Event) {
+	switch e.Kind {
+	case runtime.ExecutionStarted:
 		r.mu.Lock()
 		r.raw = append(r.raw, e)
 		cb := r.onStart
@@ -68,25 +67,60 @@ func (r *recorder) handle(evt any) {
 		if cb != nil {
 			cb(e)
 		}
-	case *messages.ExecutionFinished:
+	case runtime.ExecutionFinished:
 		r.mu.Lock()
 		r.finished = append(r.finished, e)
 		r.raw = append(r.raw, e)
 		r.mu.Unlock()
 		r.inFlight.Add(-1)
 		r.done.Add(1)
+		select {
+		case r.arrived <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// dispatchHook is the outermost around hook: it notes when each call's
-// dispatch returned, before post-execute and the model-order commit.
-func (r *recorder) dispatchHook(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
-	res := next(nil)
-	now := time.Now().UnixNano()
-	r.mu.Lock()
-	r.dispatch[e.CallID()] = now
-	r.mu.Unlock()
-	return res, nil
+// waitFinished waits until n finished events arrived (delivery is
+// asynchronous), or for at most limit.
+func (r *recorder) waitFinished(n int, limit time.Duration) error {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		got := len(r.finished)
+		r.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-r.arrived:
+		case <-deadline.C:
+			return fmt.Errorf("internal: %d of %d finished events arrived", got, n)
+		}
+	}
+}
+
+// recordMode and recordCode map a typed event onto the record's fields.
+func recordMode(e runtime.Event) messages.ExecutionMode {
+	switch {
+	case !e.Classified:
+		return messages.ModeUnspecified
+	case e.Mode == runtime.Parallel:
+		return messages.ModeParallel
+	default:
+		return messages.ModeExclusive
+	}
+}
+
+func recordCode(e runtime.Event) string {
+	switch e.Outcome {
+	case runtime.OutcomeDenied:
+		return messages.OutcomeDenied
+	case runtime.OutcomeFailed:
+		return messages.OutcomeError
+	}
+	return string(e.Code)
 }
 
 // end is when the call's own work ended: its dispatch if it had one, its
@@ -115,19 +149,19 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		return nil, err
 	}
 
-	rec := &recorder{dispatch: map[string]int64{}}
-	if _, err := reg.Global().OnExecute(rec.dispatchHook, runtime.WithPrepend()); err != nil {
+	rec := &recorder{arrived: make(chan struct{}, 1)}
+	sub, err := reg.Subscribe(rec.handle, runtime.WithBuffer(1<<16))
+	if err != nil {
 		return nil, err
 	}
-	sub := reg.ActorSystem().EventStream.Subscribe(rec.handle)
-	defer reg.ActorSystem().EventStream.Unsubscribe(sub)
+	defer sub.Close()
 
 	// The simulated user presses Ctrl-C while a marked call runs.
 	interrupts := map[string]context.CancelFunc{}
 	var imu sync.Mutex
-	rec.onStart = func(e *messages.ExecutionStarted) {
+	rec.onStart = func(e runtime.Event) {
 		imu.Lock()
-		cancel := interrupts[e.GetCallId()]
+		cancel := interrupts[e.CallID]
 		imu.Unlock()
 		if cancel != nil {
 			time.AfterFunc(interruptWait, cancel)
@@ -231,20 +265,28 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		return nil, fmt.Errorf("turn failed: %w", turnErrs[0])
 	}
 
-	// Join the events into call records.
+	// Join the events into call records, once every call's has arrived.
+	resMu.Lock()
+	want := len(results)
+	resMu.Unlock()
+	if err := rec.waitFinished(want, 10*time.Second); err != nil {
+		return nil, err
+	}
 	rec.mu.Lock()
 	calls := make([]callRecord, 0, len(rec.finished))
 	for _, f := range rec.finished {
-		if f.GetMode() == messages.ModeUnspecified && runtime.Code(f.GetOutcomeCode()) == runtime.CodeAbortedBeforeDispatch && f.GetDispatchDoneUnixNanos() == 0 && f.GetTurnId() != "" {
+		if !f.Classified && f.Code == runtime.CodeAbortedBeforeDispatch && f.DispatchDoneAt.IsZero() && f.TurnID != "" {
 			// A synthetic pair (R97): the call never started.
 			neverStart++
 			continue
 		}
 		c := callRecord{
-			CallID: f.GetCallId(), Agent: f.GetScope(), Tool: f.GetTool(), Turn: f.GetTurnId(),
-			Mode: f.GetMode(), Group: f.GetGroup(), Start: f.GetStartedUnixNanos(), End: f.GetFinishedUnixNanos(),
-			Code: f.GetOutcomeCode(), IsError: f.GetIsError(), Args: plan.Args[f.GetCallId()],
-			Dispatched: rec.dispatch[f.GetCallId()],
+			CallID: f.CallID, Agent: f.Scope, Tool: f.Tool, Turn: f.TurnID,
+			Mode: recordMode(f), Group: f.Group, Start: f.StartedAt.UnixNano(), End: f.At.UnixNano(),
+			Code: recordCode(f), IsError: f.IsError, Args: plan.Args[f.CallID],
+		}
+		if !f.DispatchDoneAt.IsZero() {
+			c.Dispatched = f.DispatchDoneAt.UnixNano()
 		}
 		if r := results[c.CallID]; r != nil {
 			if r.IsError() {
@@ -321,33 +363,45 @@ func startProgress(w io.Writer, begin time.Time, turns int, done *atomic.Int64, 
 }
 
 // writeEvents writes every execution event as one JSON line.
-func writeEvents(name string, events []any) error {
+func writeEvents(name string, events []runtime.Event) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(f)
-	mo := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
 	for _, e := range events {
-		var kind string
-		var b []byte
-		var merr error
-		switch x := e.(type) {
-		case *messages.ExecutionStarted:
-			kind = "ExecutionStarted"
-			b, merr = mo.Marshal(x)
-		case *messages.ExecutionFinished:
-			kind = "ExecutionFinished"
-			b, merr = mo.Marshal(x)
+		line := struct {
+			Event          string `json:"event"`
+			CallID         string `json:"call_id"`
+			Scope          string `json:"scope"`
+			Tool           string `json:"tool"`
+			Mode           string `json:"mode,omitempty"`
+			TurnID         string `json:"turn_id,omitempty"`
+			Group          int32  `json:"group,omitempty"`
+			EnteredUnix    int64  `json:"entered_unix_nanos,omitempty"`
+			StartedUnix    int64  `json:"started_unix_nanos"`
+			DispatchedUnix int64  `json:"dispatch_done_unix_nanos,omitempty"`
+			FinishedUnix   int64  `json:"finished_unix_nanos,omitempty"`
+			Outcome        string `json:"outcome_code,omitempty"`
+			IsError        bool   `json:"is_error,omitempty"`
+			Nested         bool   `json:"nested,omitempty"`
+		}{
+			Event: e.Kind.String(), CallID: e.CallID, Scope: e.Scope, Tool: e.Tool, TurnID: e.TurnID, Group: e.Group,
+			StartedUnix: e.StartedAt.UnixNano(), Nested: !e.Parent.IsZero(),
 		}
-		if merr != nil {
-			f.Close()
-			return merr
+		if e.Classified {
+			line.Mode = e.Mode.String()
 		}
-		if err := enc.Encode(struct {
-			Event string          `json:"event"`
-			Data  json.RawMessage `json:"data"`
-		}{kind, b}); err != nil {
+		if !e.EnteredAt.IsZero() {
+			line.EnteredUnix = e.EnteredAt.UnixNano()
+		}
+		if e.Kind == runtime.ExecutionFinished {
+			line.FinishedUnix, line.Outcome, line.IsError = e.At.UnixNano(), recordCode(e), e.IsError
+			if !e.DispatchDoneAt.IsZero() {
+				line.DispatchedUnix = e.DispatchDoneAt.UnixNano()
+			}
+		}
+		if err := enc.Encode(line); err != nil {
 			f.Close()
 			return err
 		}

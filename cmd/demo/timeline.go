@@ -201,7 +201,7 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 
 	page := &tlPage{
 		Title: fmt.Sprintf("toolscope · %d agents, %d calls, %d turns", len(plan.Agents), sum.Total.Calls, sum.Turns),
-		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents indented) · one bar per call from the ExecutionStarted/ExecutionFinished events · parallel dispatch saved %s of %s tool time · hover a bar for tool, arguments and outcome",
+		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents indented) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · hover a bar for tool, arguments and outcome",
 			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial)),
 		Colors:   map[string]string{"parallel": colParallel, "exclusive": colExclusive, "denied": colDenied, "failed": colFailed},
 		MinPlotW: int(tlMinPlotW),
