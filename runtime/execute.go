@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"math"
 	"strings"
 	"sync"
@@ -64,6 +65,7 @@ type execState struct {
 	startedSent bool
 	events      bool            // someone listened on the event stream at entry: publish both events (events.go)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
+	span        trace.Span      // the execution's span, when tracing (trace.go)
 }
 
 // Execute runs one call in the scope's view through the whole pipeline
@@ -109,6 +111,9 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 // executions at once).
 func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, call Call) {
 	s.reg = r
+	if r.cfg.tracer != nil {
+		ctx = r.startSpan(ctx, s, call.ID, call.Name)
+	}
 	s.ectx = execCtx{Context: ctx, s: s}
 	s.ctx = &s.ectx
 	s.callID = call.ID
@@ -133,6 +138,9 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	if e, ok := s.chain.Lookup(call.Name); ok {
 		s.chainTool = e.Payload.(*toolDef)
 		s.finalizer = s.chainTool.def.FinalizeContent
+	}
+	if s.span != nil {
+		s.spanResolved()
 	}
 }
 
@@ -318,6 +326,9 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 			return res, false
 		}
 		defer r.releaseAdmission(s)
+	}
+	if s.span != nil {
+		s.spanAdmitted()
 	}
 	r.emitStarted(s)
 	if s.startedSent {
@@ -632,6 +643,9 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	}
 	res.stamp = nil
 	r.emitFinished(s, res)
+	if s.span != nil {
+		defer s.endSpan(res) // after the observers: the span covers the whole call
+	}
 	ex := Execution{s}
 	for _, e := range h.result {
 		if err := callObserver(e.Payload.(ResultObserver), ex, res); err != nil {

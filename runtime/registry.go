@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"sync"
@@ -67,8 +68,10 @@ type config struct {
 	logger       *slog.Logger
 	system       *actor.ActorSystem
 	events       bool
-	maxQueued    int  // 0: unbounded (overload.go)
-	timeouts     bool // enforce declared timeouts (WithTimeouts)
+	maxQueued    int          // 0: unbounded (overload.go)
+	timeouts     bool         // enforce declared timeouts (WithTimeouts)
+	tracer       trace.Tracer // nil: no spans (trace.go)
+	traceContent bool
 }
 
 // Option configures a Registry.

@@ -223,6 +223,10 @@ func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, c
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	ctx, span := r.startTurnSpan(ctx, agent, o.id, len(calls))
+	if span != nil {
+		defer span.End()
+	}
 	tr := &turnRun{
 		reg: r, ctx: ctx, node: node, agent: agent, calls: calls, o: o, t: t,
 		out:       &TurnResult{Results: make([]*Result, len(calls)), Events: make([]TurnEvent, 0, 2*len(calls))},
@@ -348,6 +352,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 			tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, id}, TurnEvent{ResultRecorded, id})
 			tr.out.Results[i] = abortedBeforeDispatch()
 			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group, tr.o.parent)
+			r.syntheticSpan(tr.ctx, id, tr.calls[i].Name)
 		case sched.Wait:
 			if tr.done.Load() != nil {
 				continue
@@ -521,7 +526,11 @@ func (g *turnGate) shell() *shell {
 }
 
 func (g *turnGate) acquire(s *execState) *Result {
-	return g.reg.acquire(s, g.shell(), s.mode == Parallel)
+	res := g.reg.acquire(s, g.shell(), s.mode == Parallel)
+	if res == nil && s.span != nil {
+		s.spanAdmitted()
+	}
+	return res
 }
 
 // turnFromProto answers a protobuf TurnRequest sent to a scope's PID.
