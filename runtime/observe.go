@@ -248,7 +248,10 @@ func deliverTyped(subs []*Subscription, e Event) {
 		select {
 		case s.ch <- e:
 		default:
-			s.dropped.Add(1)
+			if s.dropped.Add(1) == 1 {
+				// Once per subscription: the count says the rest.
+				s.reg.logger.Warn("toolscope: an event subscriber's buffer is full; dropping events (see Subscription.Dropped)", "kind", e.Kind.String())
+			}
 		}
 	}
 }

@@ -125,7 +125,12 @@ func WithErrorHandler(h func(error)) Option {
 	return optionFunc(func(c *config) error { c.errorHandler = h; return nil })
 }
 
-// WithLogger sets the logger for contained failures (default: discard).
+// WithLogger sets the logger of the registry's own warnings — contained
+// failures: observer and change-subscriber errors, recovered panics of event
+// subscribers (default: discard). When the registry starts its own actor
+// system, protoactor's log goes to the same handler too, from level Warn up
+// and with component=protoactor, so a program has one log stream; with
+// WithActorSystem the caller's system keeps its own logger.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error { c.logger = l; return nil })
 }
@@ -169,7 +174,11 @@ func New(opts ...Option) (*Registry, error) {
 	if cfg.system != nil {
 		r.system = cfg.system
 	} else {
-		r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discardLogger }))
+		pl := discardLogger
+		if cfg.logger != discardLogger {
+			pl = slog.New(minLevel{cfg.logger.Handler(), slog.LevelWarn}).With("component", "protoactor")
+		}
+		r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return pl }))
 		r.ownSystem = true
 	}
 	r.global = r.spawnScope(core.NewNode("", nil))
@@ -346,4 +355,23 @@ func (r *Registry) contain(err error) {
 			h(err)
 		}()
 	}
+}
+
+// minLevel passes on records from min up: protoactor logs its actors'
+// lifecycle at Info, which a user's logger should not have to filter.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }
