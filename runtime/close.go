@@ -144,9 +144,15 @@ func (c *callCtx) release() {
 // caller to exit exactly once.
 func (r *Registry) enterCall(node *core.Node) *Result {
 	if r.cfg.maxQueued > 0 && r.overloaded(node) {
+		if r.metrics != nil {
+			r.metrics.recordFailure(CodeOverloaded)
+		}
 		return overloadedResult()
 	}
 	if !r.enter() {
+		if r.metrics != nil {
+			r.metrics.recordFailure(CodeClosed)
+		}
 		return closedResult()
 	}
 	return nil
@@ -294,6 +300,9 @@ func (r *Registry) shutdown() {
 	}
 	r.global.stop()
 	r.closeSubscriptions()
+	if r.metrics != nil {
+		_ = r.metrics.reg.Unregister()
+	}
 	r.workers.close()
 	if r.ownSystem {
 		r.system.Shutdown()

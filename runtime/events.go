@@ -139,7 +139,7 @@ func (r *Registry) poisonActor(pid *actor.PID) {
 }
 
 func (r *Registry) emitStarted(s *execState) {
-	if s.startedSent || (!s.events && s.typed == nil) {
+	if s.startedSent || (!s.events && s.typed == nil && r.metrics == nil) {
 		return
 	}
 	r.publishStarted(s, time.Now().UnixNano())
@@ -208,6 +208,9 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 // emitSynthetic publishes the event pair of a turn call that never started
 // (R97): it bypasses the registry, but the record of calls stays complete.
 func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32, parent Token) {
+	if r.metrics != nil {
+		r.metrics.recordFailure(CodeAbortedBeforeDispatch)
+	}
 	now := time.Now().UnixNano()
 	if subs := r.typedListeners(); len(subs) > 0 {
 		t := unixTime(now)

@@ -127,7 +127,7 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	}
 	s.events = r.listening()
 	s.typed = r.typedListeners()
-	if s.events || s.typed != nil {
+	if s.events || s.typed != nil || r.metrics != nil {
 		s.enteredAt = time.Now().UnixNano()
 	}
 	if node == nil {
@@ -643,6 +643,9 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	}
 	res.stamp = nil
 	r.emitFinished(s, res)
+	if r.metrics != nil {
+		r.metrics.recordCall(context.Background(), s, res)
+	}
 	if s.span != nil {
 		defer s.endSpan(res) // after the observers: the span covers the whole call
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
@@ -34,7 +35,8 @@ type Registry struct {
 	prependSeq atomic.Int64
 
 	workers *workerPool
-	nest    nestState // nested admission (nesting.go)
+	nest    nestState        // nested admission (nesting.go)
+	metrics *registryMetrics // nil: no metrics (metrics.go)
 	// subs are the typed event subscriptions (observe.go), copy on write.
 	subsMu sync.Mutex
 	subs   atomic.Pointer[[]*Subscription]
@@ -62,16 +64,17 @@ type scopeRec struct {
 }
 
 type config struct {
-	maxParallel  int
-	approver     Approver
-	errorHandler func(error)
-	logger       *slog.Logger
-	system       *actor.ActorSystem
-	events       bool
-	maxQueued    int          // 0: unbounded (overload.go)
-	timeouts     bool         // enforce declared timeouts (WithTimeouts)
-	tracer       trace.Tracer // nil: no spans (trace.go)
-	traceContent bool
+	maxParallel   int
+	approver      Approver
+	errorHandler  func(error)
+	logger        *slog.Logger
+	system        *actor.ActorSystem
+	events        bool
+	maxQueued     int          // 0: unbounded (overload.go)
+	timeouts      bool         // enforce declared timeouts (WithTimeouts)
+	tracer        trace.Tracer // nil: no spans (trace.go)
+	traceContent  bool
+	meterProvider metric.MeterProvider // nil: no metrics (metrics.go)
 }
 
 // Option configures a Registry.
@@ -182,6 +185,12 @@ func New(opts ...Option) (*Registry, error) {
 		r.ownSystem = true
 	}
 	r.global = r.spawnScope(core.NewNode("", nil))
+	if cfg.meterProvider != nil {
+		if err := r.initMetrics(cfg.meterProvider); err != nil {
+			_ = r.Close(context.Background())
+			return nil, err
+		}
+	}
 	if cfg.timeouts {
 		if _, err := r.global.OnExecute(r.TimeoutHook()); err != nil {
 			_ = r.Close(context.Background())

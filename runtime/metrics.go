@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// OpenTelemetry metrics (issue 14, item 3). Attribute cardinality is
+// bounded: the tool name and the outcome (a code, "ok", "denied" or
+// "tool_error"), never call ids or scope keys.
+
+const meterName = "github.com/toolscope/toolscope/runtime"
+
+// WithMeterProvider records the registry's metrics with mp's meter:
+//
+//   - gen_ai.execute_tool.duration (histogram, s): each call from entry to
+//     its final result, by gen_ai.tool.name and toolscope.outcome;
+//   - toolscope.admission.wait (histogram, s): how long each dispatched
+//     call waited between entry and admission, by gen_ai.tool.name;
+//   - toolscope.calls.in_flight and toolscope.calls.queued (gauges): the
+//     Execute calls and turns in flight, and the calls waiting for
+//     admission across the registry's scopes;
+//   - toolscope.calls.failed (counter): failures by toolscope.outcome
+//     (denials, uncoded failures, and each code, OVERLOADED and CLOSED
+//     included).
+//
+// A nil mp records nothing.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) error { c.meterProvider = mp; return nil })
+}
+
+type registryMetrics struct {
+	duration metric.Float64Histogram
+	wait     metric.Float64Histogram
+	failed   metric.Int64Counter
+	reg      metric.Registration
+}
+
+func (r *Registry) initMetrics(mp metric.MeterProvider) error {
+	m := mp.Meter(meterName)
+	rm := &registryMetrics{}
+	var err error
+	if rm.duration, err = m.Float64Histogram("gen_ai.execute_tool.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of one tool call, from entry to its final result")); err != nil {
+		return err
+	}
+	if rm.wait, err = m.Float64Histogram("toolscope.admission.wait",
+		metric.WithUnit("s"), metric.WithDescription("Wait of a dispatched tool call between entry and admission")); err != nil {
+		return err
+	}
+	if rm.failed, err = m.Int64Counter("toolscope.calls.failed",
+		metric.WithUnit("{call}"), metric.WithDescription("Failed tool calls, by outcome")); err != nil {
+		return err
+	}
+	inFlight, err := m.Int64ObservableGauge("toolscope.calls.in_flight",
+		metric.WithUnit("{call}"), metric.WithDescription("Execute calls and turns in flight"))
+	if err != nil {
+		return err
+	}
+	queued, err := m.Int64ObservableGauge("toolscope.calls.queued",
+		metric.WithUnit("{call}"), metric.WithDescription("Calls waiting for admission"))
+	if err != nil {
+		return err
+	}
+	rm.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(inFlight, r.life.inflight.Load())
+		o.ObserveInt64(queued, r.queuedCalls())
+		return nil
+	}, inFlight, queued)
+	if err != nil {
+		return err
+	}
+	r.metrics = rm
+	return nil
+}
+
+// queuedCalls sums the calls waiting for admission in every live scope.
+func (r *Registry) queuedCalls() int64 {
+	n := r.global.shell.gate.Waiting()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, rec := range r.scopes {
+		if rec.live != nil {
+			n += rec.live.shell.gate.Waiting()
+		}
+	}
+	return n
+}
+
+// outcomeOf names a result for the metrics' bounded outcome attribute.
+func outcomeOf(s *execState, res *Result) string {
+	if !res.isError {
+		return "ok"
+	}
+	return errorType(s, res)
+}
+
+// recordCall records a finished call (finish).
+func (m *registryMetrics) recordCall(ctx context.Context, s *execState, res *Result) {
+	now := time.Now().UnixNano()
+	outcome := outcomeOf(s, res)
+	tool := attribute.String("gen_ai.tool.name", s.name)
+	m.duration.Record(ctx, float64(now-s.enteredAt)/1e9,
+		metric.WithAttributes(tool, attribute.String("toolscope.outcome", outcome)))
+	if s.dispatchEnd != 0 && s.startedAt >= s.enteredAt {
+		m.wait.Record(ctx, float64(s.startedAt-s.enteredAt)/1e9, metric.WithAttributes(tool))
+	}
+	if res.isError {
+		m.failed.Add(ctx, 1, metric.WithAttributes(attribute.String("toolscope.outcome", outcome)))
+	}
+}
+
+// recordFailure counts a failure that has no execution: a call refused
+// before the pipeline (OVERLOADED, CLOSED) or a turn's never-started call
+// (ABORTED_BEFORE_DISPATCH, R97).
+func (m *registryMetrics) recordFailure(code Code) {
+	m.failed.Add(context.Background(), 1, metric.WithAttributes(attribute.String("toolscope.outcome", string(code))))
+}
