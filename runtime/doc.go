@@ -69,6 +69,17 @@
 // (CodeAbortedBeforeDispatch). Close called from inside a call returns
 // ErrCloseInsideCall instead of waiting for itself.
 //
+// # Observability
+//
+// Registry.Subscribe delivers typed events (calls, turns, registry changes)
+// asynchronously through a bounded buffer. WithTracerProvider records an
+// OpenTelemetry span per call (GenAI tool-execution conventions), with turns
+// as parents and nested calls as children; WithMeterProvider records call
+// durations, admission waits, in-flight and queued calls and failures by
+// outcome; WithLogger receives the registry's warnings and, for a registry
+// that owns its actor system, protoactor's. Nothing is built for any of them
+// while it is not configured.
+//
 // # Actors and messages
 //
 // Each scope is a protoactor actor (internal/actorsys) that is the single
