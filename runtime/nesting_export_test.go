@@ -33,3 +33,14 @@ func NestStateForTest(reg *Registry) string {
 	}
 	return b.String()
 }
+
+// NestWaitersForTest reports the nested calls waiting for admission.
+func NestWaitersForTest(reg *Registry) int {
+	reg.nest.mu.Lock()
+	defer reg.nest.mu.Unlock()
+	return len(reg.nest.waiters)
+}
+
+// QueuedForTest reports the calls waiting for admission that are not
+// nested (pending or in a supervisor's queue), across the registry.
+func QueuedForTest(reg *Registry) int64 { return reg.queuedCalls() }

@@ -326,10 +326,12 @@ func TestNested_R86_ExclusiveUnderParallelWaitsForSiblings(t *testing.T) {
 	p := nestGo(s, context.Background(), runtime.Call{ID: "p", Name: "p"})
 	<-xAsked
 	late := nestGo(s, context.Background(), runtime.Call{ID: "late", Name: "late"})
+	// x waits (nested), and late waits behind it (not nested).
+	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 && runtime.QueuedForTest(reg) == 1 })
 	select {
 	case <-p:
 		t.Fatal("the nested exclusive call finished while a parallel sibling of its parent ran")
-	case <-time.After(50 * time.Millisecond): // not a timing assertion: a chance for a wrong order to show
+	default:
 	}
 	assert.False(t, xRan.Load(), "x ran alongside a call that is not its ancestor")
 	close(releaseSibling)
@@ -495,11 +497,7 @@ func TestAdmission_R80_CloseCancelsWaiters(t *testing.T) {
 	hold := nestGo(s, context.Background(), runtime.Call{ID: "h", Name: "hold"})
 	<-holdIn
 	w := nestGo(s, context.Background(), runtime.Call{ID: "w", Name: "waiter"})
-	// Wait until the waiter is queued.
-	deadline := time.Now().Add(nestTimeout)
-	for reg.InFlight() < 2 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 1 }) // the waiter is queued
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	closed := make(chan error, 1)
@@ -532,10 +530,12 @@ func TestAdmission_R86_StaleHandleUsesLiveGate(t *testing.T) {
 	hold := nestGo(live, context.Background(), runtime.Call{ID: "h", Name: "hold"})
 	<-holdIn
 	stale := nestGo(old, context.Background(), runtime.Call{ID: "o", Name: "other"})
+	// The stale handle's call waits in the live scope's queue.
+	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 1 })
 	select {
 	case <-stale:
 		t.Fatal("a call through the stale handle ran while the live scope's exclusive call held it")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	close(releaseHold)
 	nestOK(t, nestAwait(t, hold))

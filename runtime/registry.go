@@ -3,12 +3,13 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/asynkron/protoactor-go/actor"
 

@@ -136,6 +136,9 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	if sup := r.supervisorOf(node); sup != nil {
 		ready := make(chan struct{})
 		if sup.send(&actorsys.RunTurn{Start: func() { close(ready) }}) {
+			// Bounded without the ctx: the supervisor only closes ready (no
+			// user code runs there) and is respawned if stopped; waiting on
+			// ctx.Done here would fuse every turn's ctx (allocations).
 			<-ready
 		}
 	}

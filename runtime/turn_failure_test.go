@@ -22,18 +22,11 @@ import (
 // injected right after a's commit. The result holds a's result only (the
 // committed prefix), the record so far, and no observer ran for b or c.
 func TestTurnR98_PartialResultWithError(t *testing.T) {
-	reg, err := runtime.New()
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		_ = reg.Close(ctx)
-	})
-	sc, err := reg.NewScope("agent")
-	require.NoError(t, err)
+	reg := r3Reg(t)
+	sc := r3Scope(t, reg, "agent")
 
 	bStarted, cStarted := make(chan struct{}), make(chan struct{})
-	_, err = sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
+	_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		switch id := rc.Execution().CallID(); id {
 		case "a":
 			if !awaitClosed(t, bStarted, "a waits for b") || !awaitClosed(t, cStarted, "a waits for c") {
@@ -104,16 +97,9 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 // R98 over the protocol: a TurnRequest whose turn fails internally answers
 // the error together with the committed results.
 func TestTurnR98_ProtocolReplyCarriesPartialResults(t *testing.T) {
-	reg, err := runtime.New()
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		_ = reg.Close(ctx)
-	})
-	sc, err := reg.NewScope("agent")
-	require.NoError(t, err)
-	_, err = sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
+	reg := r3Reg(t)
+	sc := r3Scope(t, reg, "agent")
+	_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		return rc.Execution().CallID(), nil
 	}))
 	require.NoError(t, err)

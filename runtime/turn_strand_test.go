@@ -23,19 +23,12 @@ import (
 // driver ran b without looking at the done list again, nobody would process
 // a, c would never start, and the turn would never finish.
 func TestTurnR94_FinishedDispatchNotStrandedBeforeInline(t *testing.T) {
-	reg, err := runtime.New()
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-		defer cancel()
-		_ = reg.Close(ctx)
-	})
-	sc, err := reg.NewScope("agent")
-	require.NoError(t, err)
+	reg := r3Reg(t)
+	sc := r3Scope(t, reg, "agent")
 
 	aGo := make(chan struct{})
 	cStarted := make(chan struct{})
-	_, err = sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
+	_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		switch rc.Execution().CallID() {
 		case "a":
 			<-aGo
