@@ -64,18 +64,10 @@ func eventually(t *testing.T, cond func() bool) {
 	}
 }
 
-// A turn of parallel, exclusive, denied, failed and nested calls: every
-// call has exactly one started and one finished event, in that order, with
-// its outcome; nested calls name their parent; the turn is bracketed by
-// its own events; a registration is a RegistryChanged.
-func TestEvents_TypedTurnOfEveryKind(t *testing.T) {
-	reg := r3Reg(t)
-	log := newEventLog()
-	sub, err := reg.Subscribe(log.add)
-	require.NoError(t, err)
-	defer sub.Close()
-
-	s := r3Scope(t, reg, "agent")
+// registerEveryKind registers, on s, a parallel tool (par), an exclusive
+// one (excl), a failing one (fail), a denied one (denied: a guard refuses
+// it) and an exclusive one (outer) that calls par nested, as call "inner".
+func registerEveryKind(s *runtime.Scope) {
 	r3M(s.Register(nestTool("par", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "p", nil })))
 	r3M(s.Register(nestTool("excl", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "x", nil })))
 	r3M(s.Register(nestTool("fail", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
@@ -88,6 +80,21 @@ func TestEvents_TypedTurnOfEveryKind(t *testing.T) {
 	r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 		return "not allowed", e.Name() == "denied"
 	}))
+}
+
+// A turn of parallel, exclusive, denied, failed and nested calls: every
+// call has exactly one started and one finished event, in that order, with
+// its outcome; nested calls name their parent; the turn is bracketed by
+// its own events; a registration is a RegistryChanged.
+func TestEvents_TypedTurnOfEveryKind(t *testing.T) {
+	reg := r3Reg(t)
+	log := newEventLog()
+	sub, err := reg.Subscribe(log.add)
+	require.NoError(t, err)
+	defer sub.Close()
+
+	s := r3Scope(t, reg, "agent")
+	registerEveryKind(s)
 	changes := len(log.waitFor(t, 5))
 
 	tr, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{
@@ -136,7 +143,8 @@ func TestEvents_TypedTurnOfEveryKind(t *testing.T) {
 	for id, e := range finished {
 		outcomes[id] = e.Outcome
 		assert.Equal(t, "agent", e.Scope)
-		assert.GreaterOrEqual(t, e.AdmissionWait(), 0*e.AdmissionWait())
+		assert.False(t, e.EnteredAt.IsZero(), "%s has its entry time", id)
+		assert.False(t, e.StartedAt.Before(e.EnteredAt), "%s started before it entered", id)
 	}
 	assert.Equal(t, map[string]runtime.Outcome{
 		"1": runtime.OutcomeOK, "2": runtime.OutcomeOK, "3": runtime.OutcomeFailed, "4": runtime.OutcomeDenied,

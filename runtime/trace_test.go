@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,18 +31,7 @@ func TestTrace_SpanTreeOfATurn(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	reg := r3Reg(t, runtime.WithTracerProvider(tp), runtime.WithTraceContent(true))
 	s := r3Scope(t, reg, "agent")
-	r3M(s.Register(nestTool("par", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "p", nil })))
-	r3M(s.Register(nestTool("excl", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "x", nil })))
-	r3M(s.Register(nestTool("fail", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
-		return nil, errors.New("boom")
-	})))
-	r3M(s.Register(nestTool("denied", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "no", nil })))
-	r3M(s.Register(nestTool("outer", false, func(ctx context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		return s.Execute(ctx, runtime.Call{ID: "inner", Name: "par"}).Text(), nil
-	})))
-	r3M(s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
-		return "not allowed", e.Name() == "denied"
-	}))
+	registerEveryKind(s)
 
 	ctx, root := tp.Tracer("test").Start(context.Background(), "agent step")
 	_, err := s.ExecuteTurn(ctx, []runtime.TurnCall{
