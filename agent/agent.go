@@ -1,0 +1,199 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// Model is one provider's side of the loop. M is the provider SDK's own
+// message (or content, or input item) type, so a transcript is exactly what
+// the SDK sends. The adapters in providers/openai, providers/anthropic and
+// providers/gemini satisfy it; any other provider can too.
+type Model[M any] interface {
+	// Generate asks the model for its next message, given the transcript so
+	// far and the tools of this step (the scope's Schemas, read fresh). When
+	// parallel is false the provider is told to make at most one tool call
+	// per message, where it has such a flag.
+	Generate(ctx context.Context, transcript []M, tools []runtime.ToolSchema, parallel bool) (Reply[M], error)
+	// ToolResults turns a turn's results into the messages to append: one
+	// tool result per call, in model order (res.Results[i] answers
+	// calls[i]), then the turn's contexts. It never drops a result.
+	ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]M, error)
+}
+
+// Reply is one answer of the model.
+type Reply[M any] struct {
+	// Messages are appended to the transcript as they are (the assistant
+	// message, or the response's output items).
+	Messages []M
+	// Calls are the reply's tool calls in model order, with ids and argument
+	// text as the model sent them. None means the model answered.
+	Calls []runtime.TurnCall
+	// StopReason is the provider's own stop or finish reason, as sent.
+	StopReason string
+}
+
+// StopReason says why Run stopped.
+type StopReason string
+
+// Why a loop stops.
+const (
+	// Answered: the model replied without tool calls.
+	Answered StopReason = "answered"
+	// Concluded: a committed result concluded its turn (R99); the results
+	// were appended, the model was not asked again.
+	Concluded StopReason = "concluded"
+	// ContextDone: the ctx ended. A turn it interrupted still gave one
+	// result per call, and they were appended.
+	ContextDone StopReason = "context_done"
+	// StepLimit: the model asked for tools on every one of MaxSteps steps.
+	StepLimit StopReason = "step_limit"
+	// Failed: the model, the adapter or the turn returned an error (Run
+	// returns it too).
+	Failed StopReason = "failed"
+)
+
+// Outcome is what Run did.
+type Outcome[M any] struct {
+	// Transcript is the conversation given to Run followed by every message
+	// the loop appended.
+	Transcript []M
+	// Stop says why the loop stopped.
+	Stop StopReason
+	// Steps counts the model requests made.
+	Steps int
+	// Turns holds each step's turn result, in order.
+	Turns []*runtime.TurnResult
+	// LastStopReason is the provider's stop reason of the last reply.
+	LastStopReason string
+}
+
+// Option configures Run.
+type Option func(*options)
+
+type options struct {
+	maxSteps    int
+	parallel    *bool
+	turnOptions []runtime.TurnOption
+}
+
+// DefaultMaxSteps is the step limit when WithMaxSteps is not given.
+const DefaultMaxSteps = 16
+
+// WithMaxSteps bounds the number of model requests (n ≥ 1).
+func WithMaxSteps(n int) Option { return func(o *options) { o.maxSteps = n } }
+
+// WithParallelToolCalls fixes the provider's parallel-tool-calls flag.
+// Without it the flag is on exactly when the scope has at least one tool
+// that may run in parallel (see MayRunParallel), read each step.
+func WithParallelToolCalls(on bool) Option { return func(o *options) { o.parallel = &on } }
+
+// WithTurnOptions passes options to every ExecuteTurn of the loop.
+func WithTurnOptions(opts ...runtime.TurnOption) Option {
+	return func(o *options) { o.turnOptions = append(o.turnOptions, opts...) }
+}
+
+// ErrInvalidOption reports a bad Run option.
+var ErrInvalidOption = errors.New("agent: invalid option")
+
+// Run drives the conversation: ask the model with the scope's tools, run
+// its tool calls as one ExecuteTurn, append the results, and repeat until
+// the model answers without tool calls, a turn concludes, ctx ends, or the
+// step limit is reached. The Outcome is returned in every case, with the
+// transcript so far; the error is non-nil only when Stop is Failed (or the
+// options are invalid).
+func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], transcript []M, opts ...Option) (*Outcome[M], error) {
+	o := options{maxSteps: DefaultMaxSteps}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	out := &Outcome[M]{Transcript: append([]M(nil), transcript...)}
+	if o.maxSteps < 1 {
+		out.Stop = Failed
+		return out, fmt.Errorf("%w: max steps %d, want at least 1", ErrInvalidOption, o.maxSteps)
+	}
+	if scope == nil || model == nil {
+		out.Stop = Failed
+		return out, fmt.Errorf("%w: Run needs a scope and a model", ErrInvalidOption)
+	}
+	for {
+		if ctx.Err() != nil {
+			out.Stop = ContextDone
+			return out, nil
+		}
+		if out.Steps == o.maxSteps {
+			out.Stop = StepLimit
+			return out, nil
+		}
+		tools, err := scope.Schemas()
+		if err != nil {
+			out.Stop = Failed
+			return out, fmt.Errorf("agent: reading the scope's tools: %w", err)
+		}
+		parallel := MayRunParallel(scope)
+		if o.parallel != nil {
+			parallel = *o.parallel
+		}
+		out.Steps++
+		reply, err := model.Generate(ctx, out.Transcript, tools, parallel)
+		if err != nil {
+			if ctx.Err() != nil {
+				out.Stop = ContextDone
+				return out, nil
+			}
+			out.Stop = Failed
+			return out, fmt.Errorf("agent: step %d: model: %w", out.Steps, err)
+		}
+		out.Transcript = append(out.Transcript, reply.Messages...)
+		out.LastStopReason = reply.StopReason
+		if len(reply.Calls) == 0 {
+			out.Stop = Answered
+			return out, nil
+		}
+		res, err := scope.ExecuteTurn(ctx, reply.Calls, o.turnOptions...)
+		if err != nil {
+			// A configuration error or an internal scheduler failure (R98):
+			// calls without a committed result cannot be answered honestly,
+			// so nothing is appended; a partial result is kept in Turns.
+			if res != nil {
+				out.Turns = append(out.Turns, res)
+			}
+			out.Stop = Failed
+			return out, fmt.Errorf("agent: step %d: turn: %w", out.Steps, err)
+		}
+		out.Turns = append(out.Turns, res)
+		msgs, err := model.ToolResults(reply.Calls, res)
+		if err != nil {
+			out.Stop = Failed
+			return out, fmt.Errorf("agent: step %d: tool results: %w", out.Steps, err)
+		}
+		out.Transcript = append(out.Transcript, msgs...)
+		switch {
+		case res.Concluded:
+			out.Stop = Concluded
+			return out, nil
+		case ctx.Err() != nil:
+			out.Stop = ContextDone
+			return out, nil
+		}
+	}
+}
+
+// MayRunParallel reports whether the scope sees at least one tool that may
+// be classified parallel: one with a concurrency classifier (typed tools
+// made WithParallel or WithClassifier have one). A tool without one always
+// runs exclusive (R36), so telling the model it may call tools in parallel
+// would only queue them.
+func MayRunParallel(scope *runtime.Scope) bool {
+	for _, name := range scope.Tools() {
+		if def, ok := scope.Get(name); ok && def.IsConcurrencySafe != nil {
+			return true
+		}
+	}
+	return false
+}

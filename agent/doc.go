@@ -1,0 +1,20 @@
+// Package agent is the model loop on top of a scope: ask the model with the
+// scope's tools, run the tool calls of its reply as one turn
+// (runtime.Scope.ExecuteTurn), append the results, repeat.
+//
+// The loop knows no provider. A Model[M] adapts one, with M the provider
+// SDK's own message type, so the transcript Run returns is what the SDK
+// sends and receives; the adapters live in their own modules so their SDKs
+// stay out of this one's requirements:
+//
+//   - github.com/toolscope/toolscope/providers/openai (Chat Completions and Responses)
+//   - github.com/toolscope/toolscope/providers/anthropic (Messages)
+//   - github.com/toolscope/toolscope/providers/gemini (GenerateContent)
+//
+// Each step reads the scope's Schemas afresh, so a tool registered during a
+// step is offered on the next one. The provider's parallel-tool-calls flag
+// is on exactly when the scope has a tool that may run in parallel, unless
+// WithParallelToolCalls fixes it. Run stops when the model answers without
+// tool calls, a result concludes its turn (R99), ctx ends, or the step
+// limit is reached, and says which in Outcome.Stop.
+package agent
