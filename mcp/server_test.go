@@ -1,0 +1,548 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// wait bounds every wait of these tests.
+const wait = 10 * time.Second
+
+// waitFor receives from ch within the bound, or fails the test with a
+// goroutine dump.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		var sb strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&sb, 1)
+		t.Fatalf("timed out waiting for %s\n%s", what, sb.String())
+		panic("unreachable")
+	}
+}
+
+// eventually polls cond within the bound.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			var sb strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&sb, 1)
+			t.Fatalf("timed out waiting for %s\n%s", what, sb.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+type textIn struct {
+	Text string `json:"text"`
+}
+
+type weather struct {
+	City  string  `json:"city"`
+	TempC float64 `json:"temp_c"`
+}
+
+// fixture is a registry with one tool of every kind the tests call.
+type fixture struct {
+	reg       *runtime.Registry
+	started   chan struct{} // "slow" reached its body
+	bodyErr   chan error    // what "slow"'s body saw when its ctx ended
+	approvals atomic.Int64  // calls of the registry's approver
+}
+
+func newFixture(t *testing.T, opts ...runtime.Option) *fixture {
+	t.Helper()
+	f := &fixture{started: make(chan struct{}, 1), bodyErr: make(chan error, 1)}
+	reg, err := runtime.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	f.reg = reg
+	must := func(d runtime.Definition, err error) runtime.Definition {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	defs := []runtime.Definition{
+		must(runtime.NewTool("echo", "Echo the text", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+			return "echo: " + in.Text, nil
+		}, runtime.WithParallel())),
+		must(runtime.NewTool("fail", "Always fails", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+			return "", errors.New("disk on fire")
+		})),
+		must(runtime.NewTool("weather", "Weather in a city", func(ctx context.Context, in struct {
+			City string `json:"city"`
+		}, rc *runtime.RunContext) (weather, error) {
+			return weather{City: in.City, TempC: 21.5}, nil
+		})),
+		must(runtime.NewTool("slow", "Waits for its ctx", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+			f.started <- struct{}{}
+			<-ctx.Done()
+			f.bodyErr <- ctx.Err()
+			return "", ctx.Err()
+		})),
+		must(runtime.NewTool("write", "Write a file", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+			return "wrote " + in.Text, nil
+		})),
+		must(runtime.NewTool("deploy", "Deploy (asks for approval)", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+			return "deployed " + in.Text, nil
+		})),
+	}
+	g := reg.Global()
+	for _, d := range defs {
+		if _, err := g.Register(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.Guard(func(ctx context.Context, e runtime.Execution) (string, bool) {
+		if e.Name() != "write" {
+			return "", false
+		}
+		a, _ := e.Arguments()
+		if strings.Contains(string(a), "/etc") {
+			return "writes under /etc are refused", true
+		}
+		return "", false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.OnPreExecute(func(ctx context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+		if e.Name() == "deploy" {
+			return runtime.Ask("deploys to production"), nil
+		}
+		return next()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// transport connects a go-sdk client to srv one way.
+type transport struct {
+	name    string
+	connect func(t *testing.T, srv *Server, c *sdk.Client, opts *sdk.ClientSessionOptions) *sdk.ClientSession
+}
+
+var transports = []transport{
+	{"in-memory", func(t *testing.T, srv *Server, c *sdk.Client, opts *sdk.ClientSessionOptions) *sdk.ClientSession {
+		t.Helper()
+		ct, st := sdk.NewInMemoryTransports()
+		ctx := context.Background()
+		if _, err := srv.Connect(ctx, st, nil); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := c.Connect(ctx, ct, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}},
+	{"streamable-http", func(t *testing.T, srv *Server, c *sdk.Client, opts *sdk.ClientSessionOptions) *sdk.ClientSession {
+		t.Helper()
+		hs := httptest.NewServer(srv.StreamableHTTPHandler(nil))
+		t.Cleanup(hs.Close)
+		cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}},
+}
+
+// legacy is the last protocol version with sessions and server-sent
+// requests (initialize handshake).
+var legacy = &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
+// protocols: the go-sdk client's default (2026-07-28, server/discover, no
+// sessions on HTTP) and the legacy handshake.
+var protocols = []struct {
+	name string
+	opts *sdk.ClientSessionOptions
+}{{"latest", nil}, {"2025-11-25", legacy}}
+
+func newServer(t *testing.T, scope *runtime.Scope, opts ...ServerOption) *Server {
+	t.Helper()
+	srv, err := NewServer(scope, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+func client(opts *sdk.ClientOptions) *sdk.Client {
+	return sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
+}
+
+func callText(t *testing.T, cs *sdk.ClientSession, name string, args any) *sdk.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestServer_ListAndCall(t *testing.T) {
+	for _, tr := range transports {
+		for _, p := range protocols {
+			t.Run(tr.name+"/"+p.name, func(t *testing.T) {
+				f := newFixture(t)
+				srv := newServer(t, f.reg.Global())
+				cs := tr.connect(t, srv, client(nil), p.opts)
+
+				res, err := cs.ListTools(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, tool := range res.Tools {
+					names = append(names, tool.Name)
+					schema, _ := json.Marshal(tool.InputSchema)
+					if !strings.Contains(string(schema), `"type":"object"`) {
+						t.Errorf("%s: input schema %s", tool.Name, schema)
+					}
+					switch tool.Name {
+					case "weather":
+						out, _ := json.Marshal(tool.OutputSchema)
+						if !strings.Contains(string(out), `"temp_c"`) {
+							t.Errorf("weather's outputSchema = %s, want the weather object", out)
+						}
+					case "echo":
+						if tool.OutputSchema != nil {
+							t.Errorf("echo (string output) declares outputSchema %v", tool.OutputSchema)
+						}
+					}
+				}
+				slices.Sort(names)
+				if want := []string{"deploy", "echo", "fail", "slow", "weather", "write"}; !slices.Equal(names, want) {
+					t.Fatalf("tools = %v, want %v", names, want)
+				}
+
+				if r := callText(t, cs, "echo", map[string]any{"text": "hi"}); r.IsError || text(r) != "echo: hi" {
+					t.Errorf("echo: isError=%v text=%q", r.IsError, text(r))
+				}
+				if r := callText(t, cs, "fail", map[string]any{"text": "x"}); !r.IsError || !strings.Contains(text(r), "disk on fire") {
+					t.Errorf("fail: isError=%v text=%q", r.IsError, text(r))
+				}
+				if r := callText(t, cs, "write", map[string]any{"text": "/etc/passwd"}); !r.IsError || text(r) != "Error: writes under /etc are refused" {
+					t.Errorf("guard-denied write: isError=%v text=%q", r.IsError, text(r))
+				}
+				if r := callText(t, cs, "write", map[string]any{"text": "/tmp/a"}); r.IsError || text(r) != "wrote /tmp/a" {
+					t.Errorf("allowed write: isError=%v text=%q", r.IsError, text(r))
+				}
+				r := callText(t, cs, "echo", map[string]any{"text": 3})
+				if !r.IsError || r.Meta[MetaCode] != string(runtime.CodeInvalidArgs) {
+					t.Errorf("bad arguments: isError=%v meta=%v text=%q", r.IsError, r.Meta, text(r))
+				}
+				r = callText(t, cs, "weather", map[string]any{"city": "Oslo"})
+				sc, _ := json.Marshal(r.StructuredContent)
+				if r.IsError || string(sc) != `{"city":"Oslo","temp_c":21.5}` || !strings.Contains(text(r), "Oslo") {
+					t.Errorf("weather: isError=%v structured=%s text=%q", r.IsError, sc, text(r))
+				}
+			})
+		}
+	}
+}
+
+func TestServer_CancellationReachesBody(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := newFixture(t)
+			srv := newServer(t, f.reg.Global())
+			cs := tr.connect(t, srv, client(nil), legacy)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{"text": "x"}})
+				done <- err
+			}()
+			waitFor(t, f.started, "the body to start")
+			cancel() // the go-sdk client sends notifications/cancelled
+			if err := waitFor(t, f.bodyErr, "the body's ctx to end"); !errors.Is(err, context.Canceled) {
+				t.Errorf("body saw %v, want context.Canceled", err)
+			}
+			if err := waitFor(t, done, "the call to return"); err == nil {
+				t.Error("the cancelled call returned no error")
+			}
+		})
+	}
+}
+
+func TestServer_ListChangedAfterRegistration(t *testing.T) {
+	for _, tr := range transports {
+		for _, p := range protocols {
+			t.Run(tr.name+"/"+p.name, func(t *testing.T) {
+				f := newFixture(t)
+				srv := newServer(t, f.reg.Global())
+				changed := make(chan struct{}, 16)
+				cs := tr.connect(t, srv, client(&sdk.ClientOptions{
+					ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+				}), p.opts)
+				if slices.Contains(toolNames(t, cs), "late") {
+					t.Fatal("late listed before it was registered")
+				}
+				late, err := runtime.NewTool("late", "Registered later", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+					return "late " + in.Text, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				dispose, err := f.reg.Global().Register(late)
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, changed, "tools/list_changed after Register")
+				if !slices.Contains(toolNames(t, cs), "late") {
+					t.Fatal("late not listed after list_changed")
+				}
+				if r := callText(t, cs, "late", map[string]any{"text": "x"}); text(r) != "late x" {
+					t.Errorf("late: %q", text(r))
+				}
+				dispose()
+				waitFor(t, changed, "tools/list_changed after the disposer")
+				eventually(t, "late to leave the list", func() bool { return !slices.Contains(toolNames(t, cs), "late") })
+			})
+		}
+	}
+}
+
+func TestServer_PerSessionScopes(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			f := newFixture(t)
+			var scopes = make(chan *runtime.Scope, 2)
+			var n atomic.Int64
+			srv := newServer(t, f.reg.Global(), WithSessionScope(func(ctx context.Context, sc *runtime.Scope, info SessionInfo) error {
+				scopes <- sc
+				if n.Add(1) == 1 {
+					// The first session may not fail.
+					_, err := sc.Restrict(runtime.Restriction{Deny: []string{"fail"}})
+					return err
+				}
+				return nil
+			}))
+			changedA := make(chan struct{}, 16)
+			changedB := make(chan struct{}, 16)
+			a := tr.connect(t, srv, client(&sdk.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changedA <- struct{}{} },
+			}), legacy)
+			scopeA := waitFor(t, scopes, "session A's scope")
+			b := tr.connect(t, srv, client(&sdk.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changedB <- struct{}{} },
+			}), legacy)
+			scopeB := waitFor(t, scopes, "session B's scope")
+			if scopeA.Key() == scopeB.Key() {
+				t.Fatalf("both sessions got scope %q", scopeA.Key())
+			}
+			if got := srv.Sessions(); got != 2 {
+				t.Errorf("Sessions() = %d, want 2", got)
+			}
+			if slices.Contains(toolNames(t, a), "fail") || !slices.Contains(toolNames(t, b), "fail") {
+				t.Errorf("restriction not per session: A %v, B %v", toolNames(t, a), toolNames(t, b))
+			}
+
+			// A tool registered in B's scope is B's alone.
+			mine, err := runtime.NewTool("mine", "B's own", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+				return "B", nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := scopeB.Register(mine); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, changedB, "B's list_changed")
+			if !slices.Contains(toolNames(t, b), "mine") || slices.Contains(toolNames(t, a), "mine") {
+				t.Errorf("mine: A %v, B %v", toolNames(t, a), toolNames(t, b))
+			}
+			select {
+			case <-changedA:
+				t.Error("A heard a change it cannot see")
+			case <-time.After(50 * time.Millisecond): // the go-sdk debounces by 10 ms
+			}
+
+			// Ending B's session disposes its scope.
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "B's scope to be disposed", func() bool {
+				_, live := f.reg.Scope(scopeB.Key())
+				return !live
+			})
+			if _, live := f.reg.Scope(scopeA.Key()); !live {
+				t.Error("A's scope went with B's")
+			}
+			eventually(t, "Sessions() to drop to 1", func() bool { return srv.Sessions() == 1 })
+			_ = srv.Close()
+			eventually(t, "Close to dispose A's scope", func() bool {
+				_, live := f.reg.Scope(scopeA.Key())
+				return !live
+			})
+		})
+	}
+}
+
+func TestServer_SharedScope(t *testing.T) {
+	f := newFixture(t)
+	srv := newServer(t, f.reg.Global(), WithSharedScope())
+	changed := make(chan struct{}, 16)
+	c := client(&sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	a := transports[0].connect(t, srv, c, legacy)
+	b := transports[1].connect(t, srv, c, legacy)
+	late, err := runtime.NewTool("late", "Registered later", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
+		return "late", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.reg.Global().Register(late); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, changed, "the first session's list_changed")
+	waitFor(t, changed, "the second session's list_changed")
+	for _, cs := range []*sdk.ClientSession{a, b} {
+		if r := callText(t, cs, "late", map[string]any{"text": ""}); text(r) != "late" {
+			t.Errorf("late: %q", text(r))
+		}
+	}
+	if srv.Sessions() != 0 {
+		t.Errorf("Sessions() = %d with a shared scope", srv.Sessions())
+	}
+}
+
+func TestServer_ElicitationApproval(t *testing.T) {
+	for _, tr := range transports {
+		for _, action := range []string{"accept", "decline", "cancel", "accept-false"} {
+			t.Run(tr.name+"/"+action, func(t *testing.T) {
+				f := newFixture(t)
+				srv := newServer(t, f.reg.Global())
+				asked := make(chan string, 1)
+				cs := tr.connect(t, srv, client(&sdk.ClientOptions{
+					ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+						asked <- req.Params.Message
+						switch action {
+						case "accept":
+							return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+						case "accept-false":
+							return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, nil
+						}
+						return &sdk.ElicitResult{Action: action}, nil
+					},
+				}), legacy)
+				r := callText(t, cs, "deploy", map[string]any{"text": "v2"})
+				msg := waitFor(t, asked, "the elicitation")
+				if !strings.Contains(msg, "deploy") || !strings.Contains(msg, "deploys to production") || !strings.Contains(msg, "v2") {
+					t.Errorf("elicitation message %q", msg)
+				}
+				switch action {
+				case "accept":
+					if r.IsError || text(r) != "deployed v2" {
+						t.Errorf("approved deploy: isError=%v %q", r.IsError, text(r))
+					}
+				case "cancel":
+					if !r.IsError || !strings.HasSuffix(text(r), `approval for tool "deploy" was cancelled`) {
+						t.Errorf("cancelled: isError=%v %q", r.IsError, text(r))
+					}
+				default:
+					if !r.IsError || !strings.HasSuffix(text(r), `the user rejected tool "deploy"`) {
+						t.Errorf("declined: isError=%v %q", r.IsError, text(r))
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestServer_ApprovalFailsClosed(t *testing.T) {
+	t.Run("no elicitation, no approver", func(t *testing.T) {
+		f := newFixture(t)
+		srv := newServer(t, f.reg.Global())
+		for _, p := range protocols {
+			cs := transports[0].connect(t, srv, client(nil), p.opts)
+			if r := callText(t, cs, "deploy", map[string]any{"text": "v2"}); !r.IsError || text(r) != "Error: deploys to production" {
+				t.Errorf("%s: isError=%v %q", p.name, r.IsError, text(r))
+			}
+		}
+	})
+	t.Run("no elicitation, the registry's approver", func(t *testing.T) {
+		var f *fixture
+		f = newFixture(t, runtime.WithApprover(func(ctx context.Context, req runtime.ApprovalRequest) (runtime.ApprovalOutcome, error) {
+			f.approvals.Add(1)
+			if strings.HasPrefix(req.Agent, "mcp-") {
+				return runtime.ApprovalAllowedOnce, nil
+			}
+			return runtime.ApprovalRejected, nil
+		}))
+		srv := newServer(t, f.reg.Global())
+		cs := transports[0].connect(t, srv, client(nil), legacy)
+		if r := callText(t, cs, "deploy", map[string]any{"text": "v2"}); r.IsError || text(r) != "deployed v2" {
+			t.Errorf("isError=%v %q", r.IsError, text(r))
+		}
+		if f.approvals.Load() != 1 {
+			t.Errorf("approver called %d times", f.approvals.Load())
+		}
+	})
+	t.Run("elicitation fails", func(t *testing.T) {
+		f := newFixture(t)
+		srv := newServer(t, f.reg.Global())
+		cs := transports[0].connect(t, srv, client(&sdk.ClientOptions{
+			ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				return nil, errors.New("no user at the keyboard")
+			},
+		}), legacy)
+		r := callText(t, cs, "deploy", map[string]any{"text": "v2"})
+		if !r.IsError || !strings.Contains(text(r), "asking the MCP client failed") {
+			t.Errorf("isError=%v %q", r.IsError, text(r))
+		}
+	})
+}
