@@ -66,18 +66,23 @@
 //     (a form with one boolean, "approve"): accept with approve=true
 //     allows, decline or approve=false is the denial `the user rejected
 //     tool "<name>"`, cancel is `approval for tool "<name>" was cancelled`,
-//     a failed elicitation denies. Without the capability the Ask goes on
-//     to the registry's approver (runtime.WithApprover), and without one it
-//     is denied (R55): approval fails closed.
+//     a failed elicitation denies. On protocol 2026-07-28, where a server
+//     may not send requests while serving one, the question is returned as
+//     an input_required result (SEP-2322 multi round-trip) and the client
+//     answers by calling again: that first execution ends as the denial
+//     `tool "<name>" waits for approval from the MCP client` (so events
+//     show it), and the answer counts only with the request state that
+//     seals the question (an HMAC of tool, arguments and reason under the
+//     server's key), so it cannot be forged or reused for other arguments.
+//     Without the capability the Ask goes on to the registry's approver
+//     (runtime.WithApprover), and without one it is denied (R55): approval
+//     fails closed.
 //
 // Not mapped: prompts, resources, sampling, roots, completion, logging
 // (the go-sdk's own handling applies: none are offered); tool annotations
-// and titles; progress notifications. Elicitation during a call is sent
-// only to clients on protocol versions before 2026-07-28: from that version
-// on the server may not send requests (the multi round-trip input_required
-// flow replaces them), so such clients' Asks go to the registry's approver.
-// The go-sdk client speaks 2026-07-28 by default; the TypeScript SDK and
-// most clients today speak 2025-11-25. Over 2026-07-28 streamable HTTP
+// and titles; progress notifications. The go-sdk client speaks 2026-07-28
+// by default; the TypeScript SDK and most clients today speak 2025-11-25.
+// Over 2026-07-28 streamable HTTP
 // there are no sessions: every request is its own session, with a scope of
 // its own for that request.
 package mcp

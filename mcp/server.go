@@ -2,7 +2,10 @@ package mcp
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +43,7 @@ type Server struct {
 	undoHook func()   // the approval hook's disposer
 	calls    atomic.Int64
 	keys     atomic.Int64
+	key      [32]byte // seals approval questions (seal)
 
 	mu     sync.Mutex
 	closed bool
@@ -114,6 +118,7 @@ func NewServer(scope *runtime.Scope, opts ...ServerOption) (*Server, error) {
 		return nil, errors.New("mcp: NewServer needs a scope")
 	}
 	s := &Server{scope: scope, live: map[*toolSet]struct{}{}, byID: map[string]*toolSet{}}
+	_, _ = rand.Read(s.key[:])
 	for _, o := range opts {
 		o(&s.cfg)
 	}
@@ -490,18 +495,37 @@ func isObjectSchema(b json.RawMessage) bool {
 }
 
 // call is every listed tool's handler: the call runs through the scope's
-// whole pipeline, with the session in its ctx for the approval hook.
+// whole pipeline, with what the approval hook needs in its ctx. When the
+// hook asked the client for approval through a multi round-trip
+// (protocol 2026-07-28), the result is that input request instead.
 func (ts *toolSet) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	args := req.Params.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	ctx = context.WithValue(ctx, sessionKey{}, req.Session)
+	st := &callState{session: req.Session}
+	if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+		st.elicit = elicitDirect
+		if req.ProtocolVersion() >= roundTripVersion {
+			st.elicit = elicitRoundTrip
+			st.retryState = req.Params.RequestState
+			if r, ok := req.Params.InputResponses[approvalInput].(*sdk.ElicitResult); ok {
+				st.answer = r
+			}
+		}
+	}
+	ctx = context.WithValue(ctx, callStateKey{}, st)
 	res := ts.scope.Execute(ctx, runtime.Call{
 		ID:        "mcp-" + strconv.FormatInt(ts.srv.calls.Add(1), 10),
 		Name:      req.Params.Name,
 		Arguments: args,
 	})
+	if st.ask != nil {
+		return &sdk.CallToolResult{
+			InputRequests: sdk.InputRequestMap{approvalInput: st.ask},
+			RequestState:  st.askState,
+		}, nil
+	}
 	return toCallToolResult(res, ts.hasStructuredOutput(req.Params.Name)), nil
 }
 
@@ -570,7 +594,33 @@ func toContent(b runtime.Block) sdk.Content {
 	return &sdk.TextContent{Text: string(raw)}
 }
 
-type sessionKey struct{}
+// roundTripVersion is the first protocol version in which a server may
+// not send requests while serving one: elicitation becomes an
+// input_required result the client answers by calling again (SEP-2322).
+const roundTripVersion = "2026-07-28"
+
+// approvalInput is the id of the approval question in a multi round-trip.
+const approvalInput = "toolscope/approval"
+
+type elicitMode int
+
+const (
+	elicitNone      elicitMode = iota // the client declared no elicitation
+	elicitDirect                      // an elicitation/create request during the call
+	elicitRoundTrip                   // an input_required result, answered by a retry
+)
+
+type callStateKey struct{}
+
+// callState is what the approval hook knows of one tools/call.
+type callState struct {
+	session    *sdk.ServerSession
+	elicit     elicitMode
+	answer     *sdk.ElicitResult // round trip: the client's answer, on a retry
+	retryState string            // round trip: the requestState the retry echoed
+	ask        *sdk.ElicitParams // round trip: the question to return instead of a result
+	askState   string
+}
 
 // approvalSchema is what an approval elicitation asks for: one boolean.
 var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve","description":"Run this tool call"}},"required":["approve"]}`)
@@ -578,31 +628,44 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{
 // approve is the pre-execute hook that answers Ask through MCP
 // elicitation. It runs outermost (WithPrepend at NewServer), so it sees the
 // decision of every hook registered before it and of every hook
-// registered later without WithPrepend. An Ask in a call from a session
-// whose client declared the elicitation capability is put to the user:
-// accept with approve=true allows, anything else denies, and a failed
-// elicitation denies (fail closed). Other Asks go on to the registry's
-// approver, which denies when there is none (R55).
+// registered later without WithPrepend. An Ask in a call from a client
+// that declared the elicitation capability is put to the user: accept with
+// approve=true allows, anything else denies, and a failed elicitation
+// denies (fail closed). Other Asks go on to the registry's approver, which
+// denies when there is none (R55).
 func (s *Server) approve(ctx context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 	dec, err := next()
 	if err != nil || dec.Kind != runtime.DecisionAsk {
 		return dec, err
 	}
-	ss, _ := ctx.Value(sessionKey{}).(*sdk.ServerSession)
-	if ss == nil || !canElicit(ss) {
+	st, _ := ctx.Value(callStateKey{}).(*callState)
+	if st == nil || st.elicit == elicitNone {
 		return dec, nil
 	}
+	args, _ := e.Arguments()
 	msg := fmt.Sprintf("Allow the tool %q to run?", e.Name())
 	if dec.HasReason {
 		msg += " " + dec.Reason
 	}
-	if a, ok := e.Arguments(); ok {
-		msg += "\nArguments: " + string(a)
+	msg += "\nArguments: " + string(args)
+	q := &sdk.ElicitParams{Message: msg, RequestedSchema: approvalSchema}
+	var res *sdk.ElicitResult
+	switch st.elicit {
+	case elicitDirect:
+		if res, err = st.session.Elicit(ctx, q); err != nil {
+			return runtime.Deny(fmt.Sprintf("tool %q requires approval, and asking the MCP client failed: %v", e.Name(), err)), nil
+		}
+	case elicitRoundTrip:
+		// The answer counts only for the question asked: the same tool,
+		// arguments and reason, sealed in the request state.
+		token := s.seal(e.Name(), args, dec.Reason)
+		if st.answer == nil || !hmac.Equal([]byte(st.retryState), []byte(token)) {
+			st.ask, st.askState = q, token
+			return runtime.Deny(fmt.Sprintf("tool %q waits for approval from the MCP client", e.Name())), nil
+		}
+		res = st.answer
 	}
-	res, err := ss.Elicit(ctx, &sdk.ElicitParams{Message: msg, RequestedSchema: approvalSchema})
 	switch {
-	case err != nil:
-		return runtime.Deny(fmt.Sprintf("tool %q requires approval, and asking the MCP client failed: %v", e.Name(), err)), nil
 	case res.Action == "accept" && res.Content["approve"] == true:
 		return runtime.Allow(), nil
 	case res.Action == "cancel":
@@ -612,11 +675,14 @@ func (s *Server) approve(ctx context.Context, e runtime.Execution, next func() (
 	}
 }
 
-// canElicit reports whether the session's client accepts elicitation
-// requests from the server during a call: it declared the capability, on
-// a protocol version before 2026-07-28 (from that version on, servers may
-// not send requests; see the package documentation).
-func canElicit(ss *sdk.ServerSession) bool {
-	p := ss.InitializeParams()
-	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.ProtocolVersion < "2026-07-28"
+// seal is the request state of an approval question: an HMAC, under the
+// server's own key, of what is being approved.
+func (s *Server) seal(name string, args json.RawMessage, reason string) string {
+	m := hmac.New(sha256.New, s.key[:])
+	m.Write([]byte(name))
+	m.Write([]byte{0})
+	m.Write(args)
+	m.Write([]byte{0})
+	m.Write([]byte(reason))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -65,17 +65,23 @@ type fixture struct {
 	reg       *runtime.Registry
 	started   chan struct{} // "slow" reached its body
 	bodyErr   chan error    // what "slow"'s body saw when its ctx ended
+	release   chan struct{} // closed: "slow" returns even if its ctx never ends
 	approvals atomic.Int64  // calls of the registry's approver
 }
 
 func newFixture(t *testing.T, opts ...runtime.Option) *fixture {
 	t.Helper()
-	f := &fixture{started: make(chan struct{}, 1), bodyErr: make(chan error, 1)}
+	f := &fixture{started: make(chan struct{}, 1), bodyErr: make(chan error, 1), release: make(chan struct{})}
 	reg, err := runtime.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	t.Cleanup(func() {
+		// Bounded: a body left waiting by a failed test must not hang the run.
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = reg.Close(ctx)
+	})
 	f.reg = reg
 	must := func(d runtime.Definition, err error) runtime.Definition {
 		t.Helper()
@@ -98,9 +104,13 @@ func newFixture(t *testing.T, opts ...runtime.Option) *fixture {
 		})),
 		must(runtime.NewTool("slow", "Waits for its ctx", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
 			f.started <- struct{}{}
-			<-ctx.Done()
-			f.bodyErr <- ctx.Err()
-			return "", ctx.Err()
+			select {
+			case <-ctx.Done():
+				f.bodyErr <- ctx.Err()
+				return "", ctx.Err()
+			case <-f.release:
+				return "released", nil
+			}
 		})),
 		must(runtime.NewTool("write", "Write a file", func(ctx context.Context, in textIn, rc *runtime.RunContext) (string, error) {
 			return "wrote " + in.Text, nil
@@ -297,6 +307,7 @@ func TestServer_CancellationReachesBody(t *testing.T) {
 			f := newFixture(t)
 			srv := newServer(t, f.reg.Global())
 			cs := tr.connect(t, srv, client(nil), legacy)
+			defer close(f.release) // runs before the cleanups, even after a failure
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
@@ -462,43 +473,45 @@ func TestServer_SharedScope(t *testing.T) {
 
 func TestServer_ElicitationApproval(t *testing.T) {
 	for _, tr := range transports {
-		for _, action := range []string{"accept", "decline", "cancel", "accept-false"} {
-			t.Run(tr.name+"/"+action, func(t *testing.T) {
-				f := newFixture(t)
-				srv := newServer(t, f.reg.Global())
-				asked := make(chan string, 1)
-				cs := tr.connect(t, srv, client(&sdk.ClientOptions{
-					ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-						asked <- req.Params.Message
-						switch action {
-						case "accept":
-							return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
-						case "accept-false":
-							return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, nil
+		for _, p := range protocols {
+			for _, action := range []string{"accept", "decline", "cancel", "accept-false"} {
+				t.Run(tr.name+"/"+p.name+"/"+action, func(t *testing.T) {
+					f := newFixture(t)
+					srv := newServer(t, f.reg.Global())
+					asked := make(chan string, 1)
+					cs := tr.connect(t, srv, client(&sdk.ClientOptions{
+						ElicitationHandler: func(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+							asked <- req.Params.Message
+							switch action {
+							case "accept":
+								return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+							case "accept-false":
+								return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, nil
+							}
+							return &sdk.ElicitResult{Action: action}, nil
+						},
+					}), p.opts)
+					r := callText(t, cs, "deploy", map[string]any{"text": "v2"})
+					msg := waitFor(t, asked, "the elicitation")
+					if !strings.Contains(msg, "deploy") || !strings.Contains(msg, "deploys to production") || !strings.Contains(msg, "v2") {
+						t.Errorf("elicitation message %q", msg)
+					}
+					switch action {
+					case "accept":
+						if r.IsError || text(r) != "deployed v2" {
+							t.Errorf("approved deploy: isError=%v %q", r.IsError, text(r))
 						}
-						return &sdk.ElicitResult{Action: action}, nil
-					},
-				}), legacy)
-				r := callText(t, cs, "deploy", map[string]any{"text": "v2"})
-				msg := waitFor(t, asked, "the elicitation")
-				if !strings.Contains(msg, "deploy") || !strings.Contains(msg, "deploys to production") || !strings.Contains(msg, "v2") {
-					t.Errorf("elicitation message %q", msg)
-				}
-				switch action {
-				case "accept":
-					if r.IsError || text(r) != "deployed v2" {
-						t.Errorf("approved deploy: isError=%v %q", r.IsError, text(r))
+					case "cancel":
+						if !r.IsError || !strings.HasSuffix(text(r), `approval for tool "deploy" was cancelled`) {
+							t.Errorf("cancelled: isError=%v %q", r.IsError, text(r))
+						}
+					default:
+						if !r.IsError || !strings.HasSuffix(text(r), `the user rejected tool "deploy"`) {
+							t.Errorf("declined: isError=%v %q", r.IsError, text(r))
+						}
 					}
-				case "cancel":
-					if !r.IsError || !strings.HasSuffix(text(r), `approval for tool "deploy" was cancelled`) {
-						t.Errorf("cancelled: isError=%v %q", r.IsError, text(r))
-					}
-				default:
-					if !r.IsError || !strings.HasSuffix(text(r), `the user rejected tool "deploy"`) {
-						t.Errorf("declined: isError=%v %q", r.IsError, text(r))
-					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
@@ -545,4 +558,47 @@ func TestServer_ApprovalFailsClosed(t *testing.T) {
 			t.Errorf("isError=%v %q", r.IsError, text(r))
 		}
 	})
+}
+
+// TestServer_RoundTripApprovalIsSealed: on protocol 2026-07-28 the
+// approval is an input_required result the client answers by calling
+// again; an answer counts only with the request state of the question it
+// answers, so a client cannot pre-approve a call, nor reuse an approval for
+// other arguments.
+func TestServer_RoundTripApprovalIsSealed(t *testing.T) {
+	f := newFixture(t)
+	srv := newServer(t, f.reg.Global())
+	cs := transports[0].connect(t, srv, client(&sdk.ClientOptions{
+		MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return nil, errors.New("not called: the test answers by hand")
+		},
+	}), nil)
+	yes := sdk.InputResponseMap{approvalInput: &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
+	call := func(args any, responses sdk.InputResponseMap, state string) *sdk.CallToolResult {
+		t.Helper()
+		r, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "deploy", Arguments: args, InputResponses: responses, RequestState: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	v2 := map[string]any{"text": "v2"}
+	if r := call(v2, yes, "forged"); !r.NeedsInput() {
+		t.Fatalf("a forged pre-approval was taken: isError=%v %q", r.IsError, text(r))
+	}
+	first := call(v2, nil, "")
+	if !first.NeedsInput() || first.RequestState == "" {
+		t.Fatalf("want an input request, got isError=%v %q", first.IsError, text(first))
+	}
+	q, ok := first.InputRequests[approvalInput].(*sdk.ElicitParams)
+	if !ok || !strings.Contains(q.Message, "deploys to production") {
+		t.Fatalf("input requests %#v", first.InputRequests)
+	}
+	if r := call(map[string]any{"text": "v3"}, yes, first.RequestState); !r.NeedsInput() {
+		t.Fatalf("v2's approval ran v3: isError=%v %q", r.IsError, text(r))
+	}
+	if r := call(v2, yes, first.RequestState); r.NeedsInput() || r.IsError || text(r) != "deployed v2" {
+		t.Fatalf("the answered retry: needsInput=%v isError=%v %q", r.NeedsInput(), r.IsError, text(r))
+	}
 }
