@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"runtime/pprof"
 	"slices"
@@ -600,5 +601,108 @@ func TestServer_RoundTripApprovalIsSealed(t *testing.T) {
 	}
 	if r := call(v2, yes, first.RequestState); r.NeedsInput() || r.IsError || text(r) != "deployed v2" {
 		t.Fatalf("the answered retry: needsInput=%v isError=%v %q", r.NeedsInput(), r.IsError, text(r))
+	}
+}
+
+// TestServer_StatelessHTTP: with a stateless handler every request is its
+// own session, bound at its first message, and its scope is gone once the
+// request is answered.
+func TestServer_StatelessHTTP(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			f := newFixture(t)
+			srv := newServer(t, f.reg.Global())
+			hs := httptest.NewServer(srv.StreamableHTTPHandler(&sdk.StreamableHTTPOptions{Stateless: true}))
+			t.Cleanup(hs.Close)
+			cs, err := client(nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, p.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if names := toolNames(t, cs); !slices.Contains(names, "echo") {
+				t.Fatalf("tools %v", names)
+			}
+			if r := callText(t, cs, "echo", map[string]any{"text": "s"}); text(r) != "echo: s" {
+				t.Errorf("echo: %q", text(r))
+			}
+			eventually(t, "every request's scope to be disposed", func() bool { return srv.Sessions() == 0 })
+		})
+	}
+}
+
+// TestServer_ListingEdges: a tool whose parameters are not an object
+// schema is left out (MCP cannot call it), the rest are listed, and the
+// go-sdk's pagination pages through them.
+func TestServer_ListingEdges(t *testing.T) {
+	f := newFixture(t)
+	odd := runtime.Definition{
+		Name: "odd", Description: "array parameters", Parameters: json.RawMessage(`{"type":"array"}`),
+		Output:  &runtime.Output{Schema: map[string]any{"type": "string"}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return []runtime.Block{runtime.Text(string(v))}, nil }},
+		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "odd", nil },
+	}
+	if _, err := f.reg.Global().Register(odd); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	srv := newServer(t, f.reg.Global(), WithSDKOptions(sdk.ServerOptions{PageSize: 2}), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	cs := transports[0].connect(t, srv, client(nil), legacy)
+	if !strings.Contains(logged.String(), "tool=odd") {
+		t.Errorf("no warning for odd: %q", logged.String())
+	}
+	first, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Tools) != 2 || first.NextCursor == "" {
+		t.Errorf("first page: %d tools, cursor %q", len(first.Tools), first.NextCursor)
+	}
+	if got, want := toolNames(t, cs), []string{"deploy", "echo", "fail", "slow", "weather", "write"}; !slices.Equal(got, want) {
+		t.Errorf("all pages: %v, want %v", got, want)
+	}
+}
+
+// TestServer_SessionHookRefuses: an error from WithSessionScope refuses
+// the session and leaves no scope behind.
+func TestServer_SessionHookRefuses(t *testing.T) {
+	f := newFixture(t)
+	srv := newServer(t, f.reg.Global(), WithLogger(slog.New(slog.DiscardHandler)), WithSessionScope(func(context.Context, *runtime.Scope, SessionInfo) error {
+		return errors.New("no seats left")
+	}))
+	_, st := sdk.NewInMemoryTransports()
+	if _, err := srv.Connect(context.Background(), st, nil); err == nil || !strings.Contains(err.Error(), "no seats left") {
+		t.Fatalf("Connect: %v", err)
+	}
+	if srv.Sessions() != 0 {
+		t.Errorf("Sessions() = %d after a refused session", srv.Sessions())
+	}
+	if _, live := f.reg.Scope("mcp-1"); live {
+		t.Error("the refused session's scope is live")
+	}
+	hs := httptest.NewServer(srv.StreamableHTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	if _, err := client(nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, legacy); err == nil {
+		t.Fatal("an HTTP session was opened despite the hook's error")
+	}
+	eventually(t, "the refused HTTP session to be forgotten", func() bool { return srv.Sessions() == 0 })
+}
+
+func TestToContent(t *testing.T) {
+	for _, c := range []struct {
+		in   runtime.Block
+		want string
+	}{
+		{runtime.Text("hi"), `{"type":"text","text":"hi"}`},
+		{runtime.Block{Type: "image", Data: json.RawMessage(`{"data":"aGk=","mimeType":"image/png"}`)}, `{"type":"image","mimeType":"image/png","data":"aGk="}`},
+		{runtime.Block{Type: "audio", Data: json.RawMessage(`{"data":"aGk=","mimeType":"audio/wav"}`)}, `{"type":"audio","mimeType":"audio/wav","data":"aGk="}`},
+		{runtime.Block{Type: "resource_link", Data: json.RawMessage(`{"uri":"file:///a","name":"a"}`)}, `{"type":"resource_link","uri":"file:///a","name":"a"}`},
+		{runtime.Block{Type: "chart", Data: json.RawMessage(`{"bars":[1,2]}`)}, `{"type":"text","text":"{\"type\":\"chart\",\"data\":{\"bars\":[1,2]}}"}`},
+	} {
+		b, err := json.Marshal(toContent(c.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != c.want {
+			t.Errorf("%s block: %s, want %s", c.in.Type, b, c.want)
+		}
 	}
 }
