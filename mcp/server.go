@@ -299,6 +299,7 @@ type toolSet struct {
 
 	mu     sync.Mutex
 	listed map[string]string // name → the listed tool's JSON, to tell changes
+	typed  map[string]bool   // names whose listed tool declares an outputSchema
 	id     string            // the streamable HTTP session id, if any
 	ended  bool
 }
@@ -443,6 +444,7 @@ func (ts *toolSet) sync() {
 		return
 	}
 	next := make(map[string]string, len(schemas))
+	typed := make(map[string]bool)
 	var add []*sdk.Tool
 	for _, sc := range schemas {
 		tool, err := ts.mcpTool(sc)
@@ -452,6 +454,9 @@ func (ts *toolSet) sync() {
 		}
 		b, _ := json.Marshal(tool)
 		next[sc.Name] = string(b)
+		if tool.OutputSchema != nil {
+			typed[sc.Name] = true
+		}
 		if ts.listed[sc.Name] != string(b) {
 			add = append(add, tool)
 		}
@@ -462,7 +467,7 @@ func (ts *toolSet) sync() {
 			gone = append(gone, name)
 		}
 	}
-	ts.listed = next
+	ts.listed, ts.typed = next, typed
 	if len(gone) > 0 {
 		ts.sdk.RemoveTools(gone...)
 	}
@@ -532,10 +537,7 @@ func (ts *toolSet) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 func (ts *toolSet) hasStructuredOutput(name string) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	var t struct {
-		OutputSchema json.RawMessage `json:"outputSchema"`
-	}
-	return json.Unmarshal([]byte(ts.listed[name]), &t) == nil && len(t.OutputSchema) > 0
+	return ts.typed[name]
 }
 
 // toCallToolResult maps a toolscope result to MCP: content blocks, a
