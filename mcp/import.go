@@ -404,7 +404,11 @@ func (im *Imported) sync(ctx context.Context) error {
 			if im.closeCtx.Err() != nil {
 				return ErrClosed
 			}
-			if isGone(err) {
+			if noTools(im.session, err) {
+				listed = nil
+				break
+			}
+			if closedForGood(err) {
 				im.gone.Store(true)
 			}
 			return fmt.Errorf("listing tools: %w", err)

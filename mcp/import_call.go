@@ -123,7 +123,7 @@ func (c *caller) callError(ctx, callCtx context.Context, err error) error {
 		return runtime.NewError(runtime.NameToolTimeout, runtime.CodeToolTimeout,
 			fmt.Sprintf("tool call timed out after %dms", c.im.cfg.callTimeout.Milliseconds()))
 	case isGone(err):
-		if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
+		if closedForGood(err) {
 			c.im.gone.Store(true)
 		}
 		return unavailable(err.Error())
@@ -251,6 +251,23 @@ func invalidOutput(name, violation string) error {
 
 func unavailable(detail string) error {
 	return runtime.NewError(NameUnavailable, CodeUnavailable, "MCP server unavailable: "+trimText(detail))
+}
+
+// closedForGood reports whether err says the session is closed: no later
+// request on it can succeed.
+func closedForGood(err error) bool {
+	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)
+}
+
+// noTools reports whether err is a server without the tools capability
+// refusing tools/list (JSON-RPC "method not found"): it has no tools.
+func noTools(cs *sdk.ClientSession, err error) bool {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound {
+		return false
+	}
+	init := cs.InitializeResult()
+	return init == nil || init.Capabilities == nil || init.Capabilities.Tools == nil
 }
 
 // isGone reports whether err says the session or its transport is gone.

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -499,6 +501,7 @@ func TestImport_ServerDiesMidCall(t *testing.T) {
 			if res.Code() != mcp.CodeUnavailable {
 				t.Fatalf("code %q (%s), want MCP_UNAVAILABLE", res.Code(), res.ErrorMessage())
 			}
+			t.Logf("the call in flight: %s", res.ErrorMessage())
 			for range 2 {
 				later := make(chan *runtime.Result, 1)
 				go func() { later <- execute(t, reg.Global(), "fine", `{}`) }()
@@ -516,11 +519,28 @@ func TestImport_SessionClosed(t *testing.T) {
 	textTool(server, "fine", "fine")
 	c := connectInMemory(t, server)
 	reg := newRegistry(t)
-	mustImport(t, reg.Global(), c.session)
+	im := mustImport(t, reg.Global(), c.session)
 	_ = c.session.Close()
 	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable {
 		t.Fatalf("code %q (%s)", res.Code(), res.ErrorMessage())
 	}
+	// Seen closed once, later calls fail without asking the session.
+	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable || res.ErrorMessage() != "MCP server unavailable: the session is closed" {
+		t.Fatalf("later call: code %q (%s)", res.Code(), res.ErrorMessage())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if err := im.Sync(ctx); runtimeCode(err) != mcp.CodeUnavailable {
+		t.Fatalf("Sync on a closed session: %v", err)
+	}
+}
+
+func runtimeCode(err error) runtime.Code {
+	var c runtime.Coded
+	if errors.As(err, &c) {
+		return runtime.Code(c.Code())
+	}
+	return ""
 }
 
 // A JSON-RPC error (the server no longer has the tool, and no re-sync has
@@ -646,5 +666,110 @@ func TestImport_Errors(t *testing.T) {
 	scope.Dispose()
 	if _, err := mcp.Import(context.Background(), scope, c.session); !errors.Is(err, runtime.ErrScopeDisposed) {
 		t.Fatalf("Import into a disposed scope: %v", err)
+	}
+}
+
+// hangingList makes the server's tools/list hang until its ctx ends while
+// hang is set.
+func hangingList(server *sdk.Server, hang *atomic.Bool, entered chan<- struct{}) {
+	server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/list" && hang.Load() {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// A re-sync is bounded by WithSyncTimeout (its failure goes to the error
+// handler and the tools stay), Sync by its ctx, and Close does not wait
+// for a listing that hangs.
+func TestImport_ResyncBounded(t *testing.T) {
+	server := newServer(nil)
+	var hang atomic.Bool
+	entered := make(chan struct{}, 1)
+	hangingList(server, &hang, entered)
+	textTool(server, "a", "a")
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	errs := make(chan error, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	im, err := mcp.Import(ctx, reg.Global(), c.session,
+		mcp.WithSyncTimeout(50*time.Millisecond), mcp.WithErrorHandler(func(err error) { errs <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	hang.Store(true)
+	textTool(server, "b", "b") // list_changed; the re-sync's listing hangs
+	err = recv(t, errs, "the re-sync's failure")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("re-sync error %v, want a deadline", err)
+	}
+	if got := reg.Global().Tools(); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Fatalf("tools after a failed re-sync: %v", got)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer scancel()
+	if err := im.Sync(sctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Sync: %v", err)
+	}
+
+	// Close while a listing hangs: it returns, and everything is disposed.
+	go func() { _ = im.Sync(context.Background()) }()
+	recv(t, entered, "a hanging listing")
+	closed := make(chan struct{})
+	go func() { im.Close(); close(closed) }()
+	recv(t, closed, "Close during a hanging listing")
+	if got := reg.Global().Tools(); len(got) != 0 {
+		t.Fatalf("tools after Close: %v", got)
+	}
+}
+
+// Syncs never overlap: many concurrent Syncs and notifications leave the
+// scope exactly as the server lists, with nothing refused as a duplicate.
+func TestImport_ResyncSerialized(t *testing.T) {
+	server := newServer(nil)
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), c.session)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				textTool(server, fmt.Sprintf("g%d_%d", g, i), "x")
+				ctx, cancel := context.WithTimeout(context.Background(), bound)
+				if err := im.Sync(ctx); err != nil {
+					t.Error(err)
+				}
+				cancel()
+				// Overlapping syncs would race to register the same new
+				// tool, and the loser would skip it as a duplicate.
+				if s := im.Skipped(); len(s) != 0 {
+					t.Errorf("skipped: %v", s)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if err := im.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(reg.Global().Tools()); got != 40 {
+		t.Fatalf("%d tools, want 40", got)
+	}
+	if s := im.Skipped(); len(s) != 0 {
+		t.Fatalf("skipped: %v", s)
 	}
 }
