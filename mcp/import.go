@@ -337,12 +337,22 @@ func (im *Imported) Close() {
 		// Re-entrant: we are inside a sync's change notification, on its
 		// goroutine. It sees closed at its next step.
 		im.group.Dispose()
+		im.forgetAll()
 		return
 	}
 	im.sem <- struct{}{}
 	im.group.Dispose()
+	im.forgetAll()
 	<-im.sem
 	im.wg.Wait()
+}
+
+// forgetAll empties the import's record of its tools (they are disposed).
+func (im *Imported) forgetAll() {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	clear(im.tools)
+	im.order = nil
 }
 
 // resyncSoon starts a re-sync on its own goroutine unless one is already
@@ -453,38 +463,45 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 		wants = append(wants, want{tool: t, name: im.cfg.prefix + t.Name, print: string(b)})
 	}
 
-	// Removals: tools no longer listed, and old versions of changed ones.
+	// Removals: the tools no longer listed (or no longer importable).
 	im.mu.Lock()
-	current := im.tools
+	current := make(map[string]*importedTool, len(im.tools))
+	for k, v := range im.tools {
+		current[k] = v
+	}
 	im.mu.Unlock()
-	keep := make(map[string]bool, len(wants))
+	listedNames := make(map[string]bool, len(wants))
 	for _, w := range wants {
-		if cur, ok := current[w.tool.Name]; ok && cur.print == w.print {
-			keep[w.tool.Name] = true
-		}
+		listedNames[w.tool.Name] = true
 	}
 	for _, server := range im.snapshotOrder() {
-		if keep[server] {
+		if listedNames[server] {
 			continue
 		}
 		if im.isClosed() {
 			return ErrClosed
 		}
-		cur := current[server]
 		im.forget(server)
-		cur.dispose()
+		current[server].dispose()
 	}
 
-	// Additions and replacements, in the server's order.
+	// Additions and replacements, in the server's order. A changed tool's
+	// old version is disposed right before its new one is registered, so
+	// the name is missing for as short a time as the registry allows.
 	var firstErr error
 	for _, w := range wants {
-		if keep[w.tool.Name] {
+		old, had := current[w.tool.Name]
+		if had && old.print == w.print {
 			continue
 		}
 		if im.isClosed() {
 			return ErrClosed
 		}
 		def, err := im.definition(w.tool, w.name)
+		if had {
+			im.forget(w.tool.Name)
+			old.dispose()
+		}
 		if err != nil {
 			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
 			continue
@@ -496,17 +513,23 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 			}
 			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
 			if !errors.Is(err, runtime.ErrDuplicate) && !errors.Is(err, runtime.ErrInvalidDefinition) && runtimeCode(err) != runtime.CodeUnsupportedSchema && firstErr == nil {
-				firstErr = err // a subscriber's failure, say
+				firstErr = err // a change subscriber's failure, say (R16)
 			}
 			continue
 		}
 		im.mu.Lock()
-		im.tools[w.tool.Name] = &importedTool{server: w.tool.Name, name: w.name, print: w.print, dispose: dispose}
+		if !im.closed { // else a subscriber closed the import while hearing this one
+			im.tools[w.tool.Name] = &importedTool{server: w.tool.Name, name: w.name, print: w.print, dispose: dispose}
+		}
 		im.mu.Unlock()
 	}
 
 	// The order of the listing, for Tools.
 	im.mu.Lock()
+	if im.closed {
+		im.mu.Unlock()
+		return ErrClosed
+	}
 	im.order = im.order[:0]
 	for _, w := range wants {
 		if _, ok := im.tools[w.tool.Name]; ok {

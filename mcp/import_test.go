@@ -643,6 +643,7 @@ func TestImport_R86_CloseFromSubscriberDuringResync(t *testing.T) {
 	textTool(server, "c", "c")
 	recv(t, closed, "the subscriber's Close")
 	eventually(t, "every tool disposed", func() bool { return len(reg.Global().Tools()) == 0 })
+	eventually(t, "the import to forget its tools", func() bool { return len(im.Tools()) == 0 })
 }
 
 // Import refuses bad input and registers nothing when the listing fails.
