@@ -774,3 +774,47 @@ func TestImport_ResyncSerialized(t *testing.T) {
 		t.Fatalf("skipped: %v", s)
 	}
 }
+
+// A turn overlaps imported read-only calls when WithReadOnlyParallel
+// classifies them parallel: both handlers run on the server at once (each
+// waits for the other), and results come back in model order.
+func TestImport_R93_TurnOverlapsReadOnlyCalls(t *testing.T) {
+	server := newServer(nil)
+	var mu sync.Mutex
+	in := 0
+	both := make(chan struct{})
+	server.AddTool(&sdk.Tool{Name: "read", InputSchema: objectSchema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			mu.Lock()
+			in++
+			if in == 2 {
+				close(both)
+			}
+			mu.Unlock()
+			select {
+			case <-both:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(bound):
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the calls did not overlap"}}}, nil
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	mustImport(t, reg.Global(), c.session, mcp.WithReadOnlyParallel())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*bound)
+	defer cancel()
+	turn, err := reg.Global().ExecuteTurn(ctx, []runtime.TurnCall{
+		{ID: "1", Name: "read", ArgumentsText: `{"n":1}`},
+		{ID: "2", Name: "read", ArgumentsText: `{"n":2}`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, res := range turn.Results {
+		if want := fmt.Sprintf(`{"n":%d}`, i+1); res.IsError() || res.Text() != want {
+			t.Fatalf("result %d: error=%v %q, want %s", i, res.IsError(), res.Text(), want)
+		}
+	}
+}
