@@ -230,13 +230,22 @@ type importedTool struct {
 //
 //	client := sdk.NewClient(impl, &sdk.ClientOptions{ToolListChangedHandler: mcp.ToolListChangedHandler})
 //
+// The notification also needs the server to declare the tools capability
+// with listChanged when the session starts (a go-sdk server does when it
+// has a tool at that moment, or with ServerOptions.HasTools); for a
+// server that does not, call Imported.Sync.
+//
 // Re-syncs run one at a time, on their own goroutine, each bounded by
 // WithSyncTimeout and ended by Close; notifications arriving meanwhile
 // are folded into one more re-sync. Imported.Sync re-syncs on demand.
 //
 // Import fails, registering nothing, when ctx ends or the listing fails,
-// when an option is invalid, or when scope is disposed. The session stays
-// the caller's: Close does not close it.
+// when an option is invalid, when scope is disposed, or when a change
+// subscriber refuses one of the registrations (contract R16; a re-sync
+// reports that refusal and goes on). The session stays the caller's:
+// Close does not close it, and closing it does not end the import —
+// call Close when done (until then the import is reachable from
+// ToolListChangedHandler, and its tools answer CodeUnavailable).
 func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSession, opts ...ImportOption) (*Imported, error) {
 	if ctx == nil {
 		return nil, errors.New("mcp: Import needs a ctx")
@@ -378,7 +387,7 @@ func (im *Imported) resyncSoon() {
 // sync lists the tools and applies the differences, one sync at a time.
 func (im *Imported) sync(ctx context.Context) error {
 	me := goroutineID()
-	if im.holder.Load() == me {
+	if me != 0 && im.holder.Load() == me {
 		return errors.New("mcp: Sync called from a change notification of the import's own sync")
 	}
 	select {

@@ -818,3 +818,31 @@ func TestImport_R93_TurnOverlapsReadOnlyCalls(t *testing.T) {
 		}
 	}
 }
+
+// A Sync from a change subscriber hearing a sync's own change returns an
+// error at once instead of waiting for the sync it is inside.
+func TestImport_R86_SyncFromSubscriberDoesNotWait(t *testing.T) {
+	// A server declares the tools capability, and so sends
+	// list_changed, only if it has tools when the client connects.
+	server := newServer(nil)
+	textTool(server, "first", "first")
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), c.session)
+	got := make(chan error, 1)
+	if _, err := reg.Global().OnChange(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		select {
+		case got <- im.Sync(ctx):
+		default:
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	textTool(server, "a", "a")
+	if err := recv(t, got, "the subscriber's Sync"); err == nil || !strings.Contains(err.Error(), "change notification of the import's own sync") {
+		t.Fatalf("Sync from a subscriber: %v", err)
+	}
+}
