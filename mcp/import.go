@@ -210,8 +210,12 @@ type importedTool struct {
 // A call sends the argument snapshot unchanged as the tools/call arguments
 // (a JSON null, which MCP does not allow, is sent as {}) with the body's
 // ctx, whose end the SDK sends to the server as notifications/cancelled.
-// An isError result becomes a plain failure whose message is the text of
-// its content (contract R69's wording for non-text blocks). A server that
+// An isError result becomes a failure whose message is the text of its
+// content (contract R69's wording for non-text blocks; a leading "Error: ",
+// toolscope's own failure prefix, is dropped, so the failure's content
+// reads as the server's), plain unless its _meta carries a toolscope code
+// under "toolscope/code" (as NewServer sends it), which becomes the
+// failure's code. A server that
 // is gone gives CodeUnavailable, a JSON-RPC error CodeError, the caller's
 // cancellation runtime.CodeAborted and WithCallTimeout's deadline
 // runtime.CodeToolTimeout — failures, never a hang beyond what the

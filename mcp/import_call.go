@@ -106,7 +106,7 @@ func (c *caller) execute(ctx context.Context, args json.RawMessage, _ *runtime.R
 		return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q returned no result", c.server))
 	}
 	if res.IsError {
-		return nil, errors.New(errorText(res.Content, c.server))
+		return nil, toolError(res, c.server)
 	}
 	if c.structured {
 		return c.structuredValue(res)
@@ -212,8 +212,52 @@ func renderJSONText(_, value json.RawMessage) ([]runtime.Block, error) {
 	return []runtime.Block{runtime.Text(string(value))}, nil
 }
 
+// metaCode is the _meta key of an isError result that carries a toolscope
+// failure code: what this package's NewServer sends.
+const metaCode = "toolscope/code"
+
+// toolError is the failure of an isError result: a plain error with the
+// text of its content, or, when the result's _meta carries a code under
+// "toolscope/code" (a toolscope scope exported by NewServer, say), a
+// coded error with that code (and the runtime's name for it).
+func toolError(res *sdk.CallToolResult, server string) error {
+	msg := errorText(res.Content, server)
+	code, _ := res.Meta[metaCode].(string)
+	if code == "" {
+		return errors.New(msg)
+	}
+	name, ok := codeNames[runtime.Code(code)]
+	if !ok {
+		name = NameToolError
+	}
+	return runtime.NewError(name, runtime.Code(code), msg)
+}
+
+// NameToolError is the error name of an isError result whose _meta
+// carries a code the runtime does not define.
+const NameToolError = "MCPToolError"
+
+// codeNames pairs the runtime's codes with their error names.
+var codeNames = map[runtime.Code]string{
+	runtime.CodeUnknownTool:           runtime.NameToolNotFound,
+	runtime.CodeInvalidArgs:           runtime.NameToolArgs,
+	runtime.CodeInvalidToolOutput:     runtime.NameToolOutput,
+	runtime.CodeAborted:               runtime.NameAbort,
+	runtime.CodeAbortedBeforeDispatch: runtime.NameAbort,
+	runtime.CodeToolTimeout:           runtime.NameToolTimeout,
+	runtime.CodeUnsupportedSchema:     runtime.NameJSONSchema,
+	runtime.CodeOverloaded:            runtime.NameOverloaded,
+	runtime.CodeClosed:                runtime.NameClosed,
+	runtime.CodeWouldDeadlock:         runtime.NameDeadlock,
+	CodeUnavailable:                   NameUnavailable,
+	CodeError:                         NameError,
+}
+
 // errorText is the message of an isError result: the text of its text
-// blocks and "[<type> content]" for the others, joined with "\n".
+// blocks and "[<type> content]" for the others, joined with "\n", less a
+// leading "Error: " — the prefix toolscope puts before a failure's
+// message in its content, so the failure's content is the server's text
+// as it was, not "Error: Error: …".
 func errorText(content []sdk.Content, server string) string {
 	var parts []string
 	for _, c := range content {
@@ -223,7 +267,7 @@ func errorText(content []sdk.Content, server string) string {
 		}
 		parts = append(parts, "["+contentType(c)+" content]")
 	}
-	if msg := strings.Join(parts, "\n"); msg != "" {
+	if msg := strings.TrimPrefix(strings.Join(parts, "\n"), "Error: "); msg != "" {
 		return msg
 	}
 	return fmt.Sprintf("MCP tool %q reported an error without content", server)

@@ -132,6 +132,38 @@ func TestImport_IsErrorResult(t *testing.T) {
 	}
 }
 
+// toolscope's own failure content ("Error: <message>", as NewServer sends
+// it) comes back as the same content, not "Error: Error: …", and a code
+// under _meta["toolscope/code"] comes back as the failure's code.
+func TestImport_IsErrorRoundTrip(t *testing.T) {
+	server := newServer(nil)
+	add := func(name string, meta sdk.Meta) {
+		server.AddTool(&sdk.Tool{Name: name, InputSchema: objectSchema},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{IsError: true, Meta: meta,
+					Content: []sdk.Content{&sdk.TextContent{Text: "Error: invalid arguments: missing required property \"path\""}}}, nil
+			})
+	}
+	add("plain", nil)
+	add("coded", sdk.Meta{"toolscope/code": "INVALID_ARGS"})
+	add("own", sdk.Meta{"toolscope/code": "QUOTA"})
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	mustImport(t, reg.Global(), c.session)
+	for name, want := range map[string][2]string{
+		"plain": {"", ""},
+		"coded": {"ToolArgsError", "INVALID_ARGS"},
+		"own":   {"MCPToolError", "QUOTA"},
+	} {
+		res := execute(t, reg.Global(), name, `{}`)
+		errName, code, _ := res.ErrorInfo()
+		if !res.IsError() || res.ErrorMessage() != `invalid arguments: missing required property "path"` ||
+			res.Text() != `Error: invalid arguments: missing required property "path"` || errName != want[0] || string(code) != want[1] {
+			t.Errorf("%s: message %q content %q name %q code %q, want name %q code %q", name, res.ErrorMessage(), res.Text(), errName, code, want[0], want[1])
+		}
+	}
+}
+
 // structuredContent is the value, validated against the outputSchema —
 // by the pipeline when the schema fits toolscope's subset, by the body
 // otherwise.
