@@ -44,7 +44,7 @@ const DefaultSyncTimeout = 30 * time.Second
 
 // ImportOption configures Import. The options are WithPrefix, WithAllow,
 // WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout
-// and WithErrorHandler.
+// and WithSyncErrorHandler.
 type ImportOption interface{ applyImport(*importConfig) }
 
 type importOptionFunc func(*importConfig)
@@ -117,12 +117,13 @@ func WithSyncTimeout(d time.Duration) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.syncTimeout = d })
 }
 
-// WithErrorHandler receives the failures of re-syncs that run on their own
-// after notifications/tools/list_changed (a failed tools/list, a tool that
-// could not be registered). Without it they are dropped; the tools
-// imported so far stay as they were. A Sync called by the program returns
+// WithSyncErrorHandler receives the failures of the re-syncs that run on
+// their own after notifications/tools/list_changed (a failed tools/list, a
+// registration a change subscriber refused). Without it they are dropped;
+// the tools imported so far stay as they were. h is called on a re-sync's
+// goroutine, possibly on two at once. A Sync called by the program returns
 // its error instead.
-func WithErrorHandler(h func(error)) ImportOption {
+func WithSyncErrorHandler(h func(error)) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.onError = h })
 }
 
@@ -315,7 +316,7 @@ func (im *Imported) Skipped() []Skipped {
 // re-sync after notifications/tools/list_changed does. It waits for a
 // re-sync already under way (or for ctx), and returns the listing's error,
 // or the first registration error, if any. After Close it returns
-// ErrClosed. A Sync made from a change subscriber that hears one of a
+// ErrImportClosed. A Sync made from a change subscriber that hears one of a
 // sync's own changes returns an error at once instead of waiting for
 // itself.
 func (im *Imported) Sync(ctx context.Context) error {
@@ -325,8 +326,8 @@ func (im *Imported) Sync(ctx context.Context) error {
 	return im.sync(ctx)
 }
 
-// ErrClosed is returned by Sync after Close.
-var ErrClosed = errors.New("mcp: import closed")
+// ErrImportClosed is returned by Sync after Close.
+var ErrImportClosed = errors.New("mcp: import closed")
 
 // Close stops the re-syncs and disposes every tool the import registered,
 // each through its own disposer (OnChange subscribers hear each removal).
@@ -382,7 +383,7 @@ func (im *Imported) resyncSoon() {
 		defer im.wg.Done()
 		ctx, cancel := context.WithTimeout(im.closeCtx, im.cfg.syncTimeout)
 		defer cancel()
-		if err := im.sync(ctx); err != nil && !errors.Is(err, ErrClosed) && im.cfg.onError != nil {
+		if err := im.sync(ctx); err != nil && !errors.Is(err, ErrImportClosed) && im.cfg.onError != nil {
 			im.cfg.onError(fmt.Errorf("mcp: re-sync of the tool list: %w", err))
 		}
 	}()
@@ -399,7 +400,7 @@ func (im *Imported) sync(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-im.closeCtx.Done():
-		return ErrClosed
+		return ErrImportClosed
 	}
 	im.holder.Store(me)
 	defer func() {
@@ -411,7 +412,7 @@ func (im *Imported) sync(ctx context.Context) error {
 	closed := im.closed
 	im.mu.Unlock()
 	if closed {
-		return ErrClosed
+		return ErrImportClosed
 	}
 	if im.gone.Load() {
 		return unavailable("the session is closed")
@@ -425,7 +426,7 @@ func (im *Imported) sync(ctx context.Context) error {
 	for t, err := range im.session.Tools(lctx, nil) {
 		if err != nil {
 			if im.closeCtx.Err() != nil {
-				return ErrClosed
+				return ErrImportClosed
 			}
 			if noTools(im.session, err) {
 				listed = nil
@@ -492,7 +493,7 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 			continue
 		}
 		if im.isClosed() {
-			return ErrClosed
+			return ErrImportClosed
 		}
 		im.forget(server)
 		current[server].dispose()
@@ -508,7 +509,7 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 			continue
 		}
 		if im.isClosed() {
-			return ErrClosed
+			return ErrImportClosed
 		}
 		def, err := im.definition(w.tool, w.name)
 		if had {
@@ -541,7 +542,7 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 	im.mu.Lock()
 	if im.closed {
 		im.mu.Unlock()
-		return ErrClosed
+		return ErrImportClosed
 	}
 	im.order = im.order[:0]
 	for _, w := range wants {

@@ -629,7 +629,7 @@ func TestImport_R7_CloseDisposesEverything(t *testing.T) {
 				t.Fatalf("%d removals heard, want 4", heard.count())
 			}
 			im.Close()
-			if err := im.Sync(ctx); !errors.Is(err, mcp.ErrClosed) {
+			if err := im.Sync(ctx); !errors.Is(err, mcp.ErrImportClosed) {
 				t.Fatalf("Sync after Close: %v", err)
 			}
 			textTool(server, "late", "x")
@@ -735,7 +735,7 @@ func TestImport_ResyncBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	im, err := mcp.Import(ctx, reg.Global(), c.session,
-		mcp.WithSyncTimeout(50*time.Millisecond), mcp.WithErrorHandler(func(err error) { errs <- err }))
+		mcp.WithSyncTimeout(50*time.Millisecond), mcp.WithSyncErrorHandler(func(err error) { errs <- err }))
 	if err != nil {
 		t.Fatal(err)
 	}
