@@ -198,9 +198,13 @@ type importedTool struct {
 //     tool's Output.Schema when it fits toolscope's schema subset (contract
 //     R100), and is otherwise checked in the body by a full JSON Schema
 //     (2020-12) validator with the same INVALID_TOOL_OUTPUT code. The
-//     content is the value as one JSON text block (what MCP asks servers to
-//     send beside structured content); the server's own content blocks of
-//     such a result are not kept. Without an outputSchema, the value is
+//     content is the value as one JSON text block. When the server's
+//     content is one text block of JSON equal to the structuredContent
+//     (what MCP asks servers to send beside it), that text is the value's
+//     JSON, so its key order and number literals survive the SDK's
+//     decoding; any other content blocks of such a result are not kept
+//     (the content a post-execute hook checks must be the content the
+//     model gets, so it is rendered from the value). Without an outputSchema, the value is
 //     the result's content blocks as a JSON array of MCP content objects
 //     and the content is those blocks (see ContentBlocks); a
 //     structuredContent the server sends anyway is not kept.

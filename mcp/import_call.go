@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	goruntime "runtime"
 	"strings"
 	"syscall"
@@ -144,6 +145,12 @@ func (c *caller) structuredValue(res *sdk.CallToolResult) (any, error) {
 	if err != nil {
 		return nil, invalidOutput(c.name, "structuredContent cannot be encoded as JSON: "+err.Error())
 	}
+	if text, ok := sameAsText(res); ok {
+		// The server's JSON text of the same value (as MCP asks it to
+		// send): its bytes keep the server's key order and number literals,
+		// which the SDK's decoding into Go maps loses.
+		b = []byte(text)
+	}
 	if c.validator != nil {
 		var v any
 		if err := json.Unmarshal(b, &v); err != nil {
@@ -154,6 +161,27 @@ func (c *caller) structuredValue(res *sdk.CallToolResult) (any, error) {
 		}
 	}
 	return json.RawMessage(b), nil
+}
+
+// sameAsText returns the text of a result whose content is one text block
+// holding JSON equal to its structuredContent.
+func sameAsText(res *sdk.CallToolResult) (string, bool) {
+	if len(res.Content) != 1 {
+		return "", false
+	}
+	t, ok := res.Content[0].(*sdk.TextContent)
+	if !ok {
+		return "", false
+	}
+	var fromText, structured any
+	if json.Unmarshal([]byte(t.Text), &fromText) != nil {
+		return "", false
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil || json.Unmarshal(b, &structured) != nil || !reflect.DeepEqual(fromText, structured) {
+		return "", false
+	}
+	return t.Text, true
 }
 
 // contentValue is the value of a success of a tool without an outputSchema:

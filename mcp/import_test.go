@@ -185,6 +185,11 @@ func TestImport_StructuredContent(t *testing.T) {
 			add("full_ok", full, map[string]any{"temp": 21.5})
 			add("full_bad", full, map[string]any{"temp": -300})
 			add("missing", subset, nil)
+			server.AddTool(&sdk.Tool{Name: "ordered", InputSchema: objectSchema, OutputSchema: subset},
+				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+					return &sdk.CallToolResult{StructuredContent: map[string]any{"temp": 21.5, "city": "Paris"},
+						Content: []sdk.Content{&sdk.TextContent{Text: `{"temp":21.50,"city":"Paris"}`}}}, nil
+				})
 			c := tr.connect(t, server)
 			reg := newRegistry(t)
 			mustImport(t, reg.Global(), c.session)
@@ -204,6 +209,11 @@ func TestImport_StructuredContent(t *testing.T) {
 				if res.Text() != `{"temp":21.5}` {
 					t.Fatalf("%s: content %q", name, res.Text())
 				}
+			}
+			// The server's JSON text of the value keeps its order and literals.
+			if res := execute(t, reg.Global(), "ordered", `{}`); res.Text() != `{"temp":21.50,"city":"Paris"}` {
+				v, _ := res.Value()
+				t.Fatalf("ordered: value %s content %q", v, res.Text())
 			}
 			for name, want := range map[string]string{
 				"subset_bad": `tool "subset_bad" returned invalid output: "value.temp" must be a number`,
