@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
@@ -67,7 +68,8 @@ type transport struct {
 // conn is one client session and the means to kill its server.
 type conn struct {
 	session *sdk.ClientSession
-	// kill makes the server go away abruptly.
+	// kill makes the server go away (abruptly, except for
+	// connectInMemory's, which closes the server session gracefully).
 	kill func()
 }
 
@@ -96,6 +98,26 @@ func connectInMemory(t *testing.T, server *sdk.Server) *conn {
 	}
 	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
 	return &conn{session: cs, kill: func() { _ = ss.Close() }}
+}
+
+// connectPipe is connectInMemory over a net.Pipe whose server end kill
+// closes at once, as a crashed server would leave it (ServerSession.Close
+// is graceful: it waits for the calls in flight).
+func connectPipe(t *testing.T, server *sdk.Server) *conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	serverEnd, clientEnd := net.Pipe()
+	ss, err := server.Connect(ctx, &sdk.IOTransport{Reader: serverEnd, Writer: serverEnd}, nil)
+	if err != nil {
+		t.Fatalf("server connect: %v", err)
+	}
+	cs, err := newClient().Connect(ctx, &sdk.IOTransport{Reader: clientEnd, Writer: clientEnd}, nil)
+	if err != nil {
+		t.Fatalf("client connect: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = serverEnd.Close(); _ = ss.Close() })
+	return &conn{session: cs, kill: func() { _ = serverEnd.Close() }}
 }
 
 func connectHTTP(t *testing.T, server *sdk.Server) *conn {
