@@ -111,8 +111,9 @@ func WithClassifier(f func(tool *sdk.Tool, args json.RawMessage) bool) ImportOpt
 }
 
 // WithSyncTimeout bounds each re-sync after notifications/tools/list_changed
-// (the tools/list requests, every page); the default is DefaultSyncTimeout.
-// d must be positive.
+// (the tools/list requests, every page), from when it begins (a re-sync
+// waits for the one under way first, bounded by Close); the default is
+// DefaultSyncTimeout. d must be positive.
 func WithSyncTimeout(d time.Duration) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.syncTimeout = d })
 }
@@ -289,7 +290,7 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	// Watch before the first listing: a change the server announces while
 	// it is under way starts a re-sync after it.
 	watch(im)
-	if err := im.sync(ctx); err != nil {
+	if err := im.sync(ctx, 0); err != nil {
 		im.Close()
 		return nil, fmt.Errorf("mcp: Import: %w", err)
 	}
@@ -327,7 +328,7 @@ func (im *Imported) Sync(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("mcp: Sync needs a ctx")
 	}
-	return im.sync(ctx)
+	return im.sync(ctx, 0)
 }
 
 // ErrImportClosed is returned by Sync after Close.
@@ -385,16 +386,19 @@ func (im *Imported) resyncSoon() {
 	im.wg.Add(1)
 	go func() {
 		defer im.wg.Done()
-		ctx, cancel := context.WithTimeout(im.closeCtx, im.cfg.syncTimeout)
-		defer cancel()
-		if err := im.sync(ctx); err != nil && !errors.Is(err, ErrImportClosed) && im.cfg.onError != nil {
+		// Waiting for a sync under way is bounded by Close only (giving up
+		// could miss the change this re-sync is for); the re-sync's own
+		// work by WithSyncTimeout.
+		if err := im.sync(im.closeCtx, im.cfg.syncTimeout); err != nil && !errors.Is(err, ErrImportClosed) && im.cfg.onError != nil {
 			im.cfg.onError(fmt.Errorf("mcp: re-sync of the tool list: %w", err))
 		}
 	}()
 }
 
 // sync lists the tools and applies the differences, one sync at a time.
-func (im *Imported) sync(ctx context.Context) error {
+// ctx bounds the wait for the sync under way and the work; timeout, if
+// positive, bounds the work once it begins.
+func (im *Imported) sync(ctx context.Context, timeout time.Duration) error {
 	me := goroutineID()
 	if me != 0 && im.holder.Load() == me {
 		return errors.New("mcp: Sync called from a change notification of the import's own sync")
@@ -405,6 +409,11 @@ func (im *Imported) sync(ctx context.Context) error {
 		return ctx.Err()
 	case <-im.closeCtx.Done():
 		return ErrImportClosed
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	im.holder.Store(me)
 	defer func() {

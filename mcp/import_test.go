@@ -905,3 +905,39 @@ func TestImport_R86_SyncFromSubscriberDoesNotWait(t *testing.T) {
 		t.Fatalf("Sync from a subscriber: %v", err)
 	}
 }
+
+// A re-sync that waits behind a slow sync longer than WithSyncTimeout still
+// runs once that sync ends: giving up while waiting would miss the change
+// it is for.
+func TestImport_ResyncWaitsOutASlowSync(t *testing.T) {
+	server := newServer(nil)
+	var hangOnce atomic.Bool
+	entered := make(chan struct{}, 1)
+	server.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method == "tools/list" && hangOnce.CompareAndSwap(true, false) {
+				entered <- struct{}{}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	textTool(server, "a", "a")
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), c.session, mcp.WithSyncTimeout(50*time.Millisecond))
+	hangOnce.Store(true)
+	slow := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		slow <- im.Sync(ctx)
+	}()
+	recv(t, entered, "the slow sync's listing")
+	textTool(server, "b", "b") // its re-sync waits for the slow Sync
+	if err := recv(t, slow, "the slow Sync"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slow Sync: %v", err)
+	}
+	eventually(t, "the waiting re-sync to register b", func() bool { return slices.Contains(reg.Global().Tools(), "b") })
+}
