@@ -2,7 +2,10 @@ module github.com/toolscope/toolscope/mcp
 
 go 1.26.0
 
-require github.com/toolscope/toolscope v0.0.0
+require (
+	github.com/google/jsonschema-go v0.4.3
+	github.com/toolscope/toolscope v0.0.0
+)
 
 require (
 	github.com/Workiva/go-datastructures v1.1.3 // indirect
@@ -12,7 +15,6 @@ require (
 	github.com/emirpasic/gods v1.18.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/lithammer/shortuuid/v4 v4.0.0 // indirect
 	github.com/lmittmann/tint v1.0.3 // indirect
