@@ -5,12 +5,32 @@
 //
 // # Import
 //
-// [Import paragraph, owned by the Import half; to be refined there.]
-// Import(ctx, scope, session, opts...) registers the tools an MCP server
-// lists into a scope, each with its own disposer, so the server's tools run
-// under toolscope's guards, restrictions, hooks and scheduler; each call
-// goes through the pipeline and then tools/call on the session, and the
-// server's notifications/tools/list_changed re-syncs the registrations.
+// Import(ctx, scope, session, opts...) registers the tools of the MCP
+// server behind a go-sdk ClientSession (every tools/list page) into a
+// scope, through an owner group, each with its own disposer;
+// Imported.Close disposes them all. WithPrefix renames, WithAllow picks
+// server tools, WithCallTimeout bounds each tools/call (TOOL_TIMEOUT),
+// WithReadOnlyParallel or WithClassifier makes tools parallel (by default
+// they are exclusive: annotations are only hints, so importing fails
+// closed). A name toolscope cannot register (empty, "run_code", listed
+// twice, taken) is skipped and reported by Imported.Skipped.
+//
+// Parameters are the server's inputSchema as it is (R33). With an
+// outputSchema the value is structuredContent, validated by the pipeline
+// when the schema fits toolscope's subset and in the body otherwise;
+// without one the value and the content are the result's content blocks
+// (text as text, every other kind as a Block of its MCP type holding the
+// MCP object: see ContentBlocks). Calls send the arguments unchanged and
+// cancel through notifications/cancelled; isError results are failures
+// with their text (and a toolscope/code _meta, as NewServer writes it, as
+// their code); a server that is gone is MCP_UNAVAILABLE, a protocol error
+// MCP_ERROR — never a hang.
+//
+// With ClientOptions.ToolListChangedHandler set to ToolListChangedHandler,
+// notifications/tools/list_changed re-syncs through Register and
+// disposers, so OnChange subscribers hear each change; re-syncs run one at
+// a time, are bounded, and stop at Close. Prompts, resources, sampling and
+// the other MCP features are not imported.
 //
 // # Export: a scope as an MCP server
 //

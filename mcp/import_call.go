@@ -240,17 +240,13 @@ func renderJSONText(_, value json.RawMessage) ([]runtime.Block, error) {
 	return []runtime.Block{runtime.Text(string(value))}, nil
 }
 
-// metaCode is the _meta key of an isError result that carries a toolscope
-// failure code: what this package's NewServer sends.
-const metaCode = "toolscope/code"
-
 // toolError is the failure of an isError result: a plain error with the
 // text of its content, or, when the result's _meta carries a code under
 // "toolscope/code" (a toolscope scope exported by NewServer, say), a
 // coded error with that code (and the runtime's name for it).
 func toolError(res *sdk.CallToolResult, server string) error {
 	msg := errorText(res.Content, server)
-	code, _ := res.Meta[metaCode].(string)
+	code, _ := res.Meta[MetaCode].(string)
 	if code == "" {
 		return errors.New(msg)
 	}
