@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"reflect"
 	"runtime/pprof"
 	"testing"
 	"time"
@@ -134,6 +135,12 @@ func decodeSent(t *testing.T, r wire.Request) sent {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// jsonEqual compares two JSON texts as values (key order aside).
+func jsonEqual(a, b []byte) bool {
+	var va, vb any
+	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
 }
 
 // text is a JSON string's value ("" for anything else).

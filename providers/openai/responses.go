@@ -112,7 +112,9 @@ func ResponseToolOutputs(calls []runtime.TurnCall, res *runtime.TurnResult) ([]r
 	}
 	for _, m := range res.Contexts {
 		role, text := contextRole(m)
-		items = append(items, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRole(role)))
+		item := responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRole(role))
+		item.OfMessage.Type = responses.EasyInputMessageTypeMessage // explicit: "message" items have three shapes
+		items = append(items, item)
 	}
 	return items, nil
 }
