@@ -40,8 +40,8 @@ func checkTurn(calls []runtime.TurnCall, res *runtime.TurnResult) error {
 //     reads "Error: <message>"; content a hook replaced gets the prefix) and
 //     ends with a line "[code: <CODE>]" when the failure has a code, so the
 //     model can tell ABORTED_BEFORE_DISPATCH from a tool's own failure;
-//   - an empty result is "(no output)": the API rejects an empty tool
-//     message content in some models, and an empty string tells nothing.
+//   - an empty result is "(no output)": an empty string tells the model
+//     nothing, not even that the call ran.
 //
 // The success value and the presentation metadata are not sent: the model
 // sees the rendered content, as the tool's renderer decided (R64: meta is

@@ -52,8 +52,9 @@ func ResponseCalls(output []responses.ResponseOutputItemUnion) []runtime.TurnCal
 		if item.Type != "function_call" {
 			continue
 		}
-		fc := item.AsFunctionCall()
-		calls = append(calls, runtime.TurnCall{ID: fc.CallID, Name: fc.Name, ArgumentsText: fc.Arguments})
+		// The union's own fields: the same values AsFunctionCall decodes,
+		// without decoding the item again.
+		calls = append(calls, runtime.TurnCall{ID: item.CallID, Name: item.Name, ArgumentsText: item.Arguments.OfString})
 	}
 	return calls
 }
@@ -69,12 +70,11 @@ func ResponseInputItems(output []responses.ResponseOutputItemUnion) []responses.
 	items := make([]responses.ResponseInputItemUnionParam, 0, len(output))
 	for _, item := range output {
 		if item.Type == "function_call" {
-			fc := item.AsFunctionCall()
-			in := responses.ResponseInputItemParamOfFunctionCall(fc.Arguments, fc.CallID, fc.Name)
-			if fc.ID != "" {
-				in.OfFunctionCall.ID = param.NewOpt(fc.ID)
+			in := responses.ResponseInputItemParamOfFunctionCall(item.Arguments.OfString, item.CallID, item.Name)
+			if item.ID != "" {
+				in.OfFunctionCall.ID = param.NewOpt(item.ID)
 			}
-			in.OfFunctionCall.Status = responses.ResponseFunctionToolCallStatus(fc.Status)
+			in.OfFunctionCall.Status = responses.ResponseFunctionToolCallStatus(item.Status)
 			items = append(items, in)
 			continue
 		}

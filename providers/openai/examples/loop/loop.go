@@ -94,9 +94,8 @@ func summarize(req map[string]any) any {
 
 // files is the example's little file system.
 type files struct {
-	mu    sync.Mutex
-	data  map[string]string
-	reads chan struct{} // one token per read in flight, for the rendezvous
+	mu   sync.Mutex
+	data map[string]string
 }
 
 func registerTools(g *runtime.Scope) error {
