@@ -265,3 +265,47 @@ func TestChatModel_APIErrorIsReturned(t *testing.T) {
 		t.Fatalf("stop %s, err %v", out.Stop, err)
 	}
 }
+
+// TestChat_ToolRegisteredByAToolIsOfferedNextStep: three steps; the tool
+// of step 1 registers another tool, which the second request offers and
+// the model calls.
+func TestChat_ToolRegisteredByAToolIsOfferedNextStep(t *testing.T) {
+	srv, client := newServer(t,
+		wire.Chat("tool_calls", "", wire.Call{ID: "c1", Name: "install", Arguments: `{}`}),
+		wire.Chat("tool_calls", "", wire.Call{ID: "c2", Name: "echo", Arguments: `{"text":"new"}`}),
+		wire.Chat("stop", "done"))
+	reg := newRegistry(t)
+	g := reg.Global()
+	install, err := runtime.NewTool("install", "Install the echo tool", func(ctx context.Context, _ struct{}, rc *runtime.RunContext) (string, error) {
+		echo, err := runtime.NewTool("echo", "Echo the text", func(ctx context.Context, in struct {
+			Text string `json:"text"`
+		}, rc *runtime.RunContext) (string, error) {
+			return "echo:" + in.Text, nil
+		})
+		if err != nil {
+			return "", err
+		}
+		_, err = g.Register(echo) // not t.Fatal: this runs on a pool worker
+		return "installed", err
+	})
+	register(t, g, install, err)
+	model := openai.NewChatModel(client, oai.ChatCompletionNewParams{Model: "gpt-test"})
+	out, err := agent.Run(testCtx(t), g, model, []oai.ChatCompletionMessageParamUnion{oai.UserMessage("go")})
+	if err != nil || out.Stop != agent.Answered || out.Steps != 3 {
+		t.Fatalf("run: %v %+v", err, out)
+	}
+	reqs := srv.Requests()
+	var offered [3][]string
+	for i, r := range reqs {
+		for _, tool := range decodeSent(t, r).Tools {
+			offered[i] = append(offered[i], tool.Function.Name)
+		}
+	}
+	if strings.Join(offered[0], ",") != "install" || strings.Join(offered[1], ",") != "install,echo" {
+		t.Fatalf("offered per step: %v", offered)
+	}
+	last := decodeSent(t, reqs[2]).Messages
+	if tm := last[len(last)-1]; tm.ToolCallID != "c2" || text(tm.Content) != "echo:new" {
+		t.Fatalf("last tool message %+v", tm)
+	}
+}
