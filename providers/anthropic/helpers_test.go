@@ -241,4 +241,3 @@ func compact(t testing.TB, s []byte) string {
 	}
 	return b.String()
 }
-
