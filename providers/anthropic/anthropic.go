@@ -43,9 +43,15 @@ func Tools(schemas []runtime.ToolSchema) ([]sdk.ToolUnionParam, error) {
 	return tools, nil
 }
 
-func inputSchema(params json.RawMessage) (sdk.ToolInputSchemaParam, error) {
-	var in sdk.ToolInputSchemaParam
-	if len(bytes.TrimSpace(params)) == 0 {
+func inputSchema(params json.RawMessage) (in sdk.ToolInputSchemaParam, err error) {
+	// input_schema is required and the SDK omits a zero one: a schema
+	// without properties gets an empty properties object.
+	defer func() {
+		if in.Properties == nil {
+			in.Properties = json.RawMessage(`{}`)
+		}
+	}()
+	if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
 		return in, nil // no parameters: an empty object schema
 	}
 	var top map[string]json.RawMessage
@@ -154,7 +160,7 @@ func contextText(m runtime.Message) string {
 
 func resultContent(r *runtime.Result) ([]sdk.ToolResultBlockParamContentUnion, error) {
 	blocks := r.Content()
-	out := make([]sdk.ToolResultBlockParamContentUnion, 0, len(blocks)+1)
+	var out []sdk.ToolResultBlockParamContentUnion
 	for j, b := range blocks {
 		switch b.Type {
 		case "text":

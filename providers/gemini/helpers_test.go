@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genai"
 	"github.com/toolscope/toolscope/runtime"
+	"google.golang.org/genai"
 )
 
 // server is a scripted Gemini API on loopback: each POST
