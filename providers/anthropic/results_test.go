@@ -13,7 +13,9 @@ import (
 	"github.com/toolscope/toolscope/runtime"
 )
 
-func image(data string) runtime.Block { return runtime.Block{Type: "image", Data: json.RawMessage(data)} }
+func image(data string) runtime.Block {
+	return runtime.Block{Type: "image", Data: json.RawMessage(data)}
+}
 
 // encode returns the message's wire JSON, as the SDK encodes it.
 func encode(t testing.TB, m sdk.MessageParam) string {

@@ -13,7 +13,9 @@ import (
 	"google.golang.org/genai"
 )
 
-func image(data string) runtime.Block { return runtime.Block{Type: "image", Data: json.RawMessage(data)} }
+func image(data string) runtime.Block {
+	return runtime.Block{Type: "image", Data: json.RawMessage(data)}
+}
 
 func encode(t testing.TB, v any) string {
 	t.Helper()
