@@ -332,3 +332,42 @@ func TestNew_Invalid(t *testing.T) {
 		t.Error("preset messages: no error")
 	}
 }
+
+// TestModel_DeniedAndFreshTools: a denied call is answered as an error
+// without a code; a tool registered by a tool is offered on the next step
+// (Schemas are read fresh) and the model can call it.
+func TestModel_DeniedAndFreshTools(t *testing.T) {
+	s := newServer(t,
+		reply("msg_1", "tool_use",
+			toolUse("toolu_1", "write", `{"path":"/etc/passwd","text":"x"}`),
+			toolUse("toolu_2", "learn", `{}`)),
+		reply("msg_2", "tool_use", toolUse("toolu_3", "recall", `{}`)),
+		reply("msg_3", "end_turn", text("ok")))
+	f := newFixture(t)
+	out := run(t, context.Background(), f, newModel(t, s))
+	if out.Stop != agent.Answered || out.Steps != 3 {
+		t.Fatalf("stop %s after %d steps", out.Stop, out.Steps)
+	}
+	reqs := s.requests(t)
+	names := func(r wireRequest) []string {
+		var n []string
+		for _, tool := range r.Tools {
+			n = append(n, tool.Name)
+		}
+		return n
+	}
+	if slices.Contains(names(reqs[0]), "recall") || !slices.Contains(names(reqs[1]), "recall") {
+		t.Errorf("tools: step 1 %v, step 2 %v; want recall from step 2 on", names(reqs[0]), names(reqs[1]))
+	}
+	denied := reqs[1].Messages[2].Content[0]
+	if denied.ToolUseID != "toolu_1" || denied.IsError == nil || !*denied.IsError ||
+		blockTexts(denied.Content) != "Error: writes outside the project are denied" {
+		t.Errorf("denied write: %+v", denied)
+	}
+	if got := reqs[2].Messages[4].Content[0]; got.ToolUseID != "toolu_3" || blockTexts(got.Content) != "remembered" {
+		t.Errorf("recall: %+v", got)
+	}
+	if got := f.ranOrder(); !slices.Equal(got, []string{"learn", "recall"}) {
+		t.Errorf("ran %v", got)
+	}
+}

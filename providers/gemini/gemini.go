@@ -269,6 +269,16 @@ func New(client *genai.Client, name string, config *genai.GenerateContentConfig)
 	if name == "" {
 		return nil, fmt.Errorf("%w: empty model name", ErrInvalid)
 	}
+	if config != nil {
+		c := *config
+		if si := c.SystemInstruction; si != nil && si.Role == "" {
+			// The SDK sets a missing role on the config it is given: give
+			// it a copy, so the caller's config stays as it was and
+			// concurrent Generates share nothing it writes to.
+			c.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: si.Parts}
+		}
+		config = &c
+	}
 	return &Model{models: client.Models, name: name, config: config}, nil
 }
 

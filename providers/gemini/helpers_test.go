@@ -146,8 +146,10 @@ func within(t testing.TB, d time.Duration, f func()) {
 }
 
 // fixture is a registry with real tools: read (parallel), write (exclusive:
-// a barrier), fail (a coded error), picture (text and an image block), and
-// stop (exclusive; cancels the step ctx given to it).
+// a barrier; denied by a pre-execute hook outside the project), fail (a
+// coded error), picture (text and an image block, and a context), stop
+// (exclusive; cancels the step ctx given to it), and learn (registers a
+// new tool, recall, in the scope).
 type fixture struct {
 	reg   *runtime.Registry
 	scope *runtime.Scope
@@ -217,14 +219,37 @@ func newFixture(t testing.TB) *fixture {
 			return "dot", nil
 		},
 	}
+	learn, err := runtime.NewTool("learn", "Learns a new tool", func(ctx context.Context, _ struct{}, _ *runtime.RunContext) (string, error) {
+		f.ran("learn")
+		recall, err := runtime.NewTool("recall", "Recalls what was learnt", func(ctx context.Context, _ struct{}, _ *runtime.RunContext) (string, error) {
+			f.ran("recall")
+			return "remembered", nil
+		})
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.scope.Register(recall); err != nil {
+			return "", err
+		}
+		return "learnt recall", nil
+	})
+	must(t, err)
 	scope, err := reg.NewScope("agent")
 	must(t, err)
-	for _, d := range []runtime.Definition{read, write, fail, stop, picture} {
+	f.scope = scope
+	for _, d := range []runtime.Definition{read, write, fail, stop, picture, learn} {
 		if _, err := scope.Register(d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.scope = scope
+	// Writes outside the project are denied before they run.
+	_, err = scope.OnPreExecute(func(ctx context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+		if args, ok := e.Arguments(); ok && e.Name() == "write" && bytes.Contains(args, []byte(`"/etc/`)) {
+			return runtime.Deny("writes outside the project are denied"), nil
+		}
+		return next()
+	})
+	must(t, err)
 	return f
 }
 

@@ -287,3 +287,57 @@ func TestNew_Invalid(t *testing.T) {
 		t.Errorf("no name: %v", err)
 	}
 }
+
+// TestModel_DeniedAndFreshTools: a denied call is answered with an error
+// without a code; a tool registered by a tool is declared on the next step
+// (Schemas are read fresh) and the model can call it.
+func TestModel_DeniedAndFreshTools(t *testing.T) {
+	s := newServer(t,
+		reply("STOP", call("write", `{"path":"/etc/passwd","text":"x"}`), call("learn", `{}`)),
+		reply("STOP", call("recall", `{}`)),
+		reply("STOP", text("ok")))
+	f := newFixture(t)
+	out := run(t, context.Background(), f, newModel(t, s))
+	if out.Stop != agent.Answered || out.Steps != 3 {
+		t.Fatalf("stop %s after %d steps", out.Stop, out.Steps)
+	}
+	reqs := s.requests(t)
+	names := func(r wireRequest) []string {
+		var n []string
+		for _, d := range r.Tools[0].FunctionDeclarations {
+			n = append(n, d.Name)
+		}
+		return n
+	}
+	if slices.Contains(names(reqs[0]), "recall") || !slices.Contains(names(reqs[1]), "recall") {
+		t.Errorf("declarations: step 1 %v, step 2 %v; want recall from step 2 on", names(reqs[0]), names(reqs[1]))
+	}
+	denied := reqs[1].Contents[2].Parts[0].FunctionResponse
+	if denied == nil || denied.ID != gemini.CallID(1, 0) || compact(t, denied.Response) != `{"error":{"message":"writes outside the project are denied"}}` {
+		t.Errorf("denied write: %+v", denied)
+	}
+	recall := reqs[2].Contents[4].Parts[0].FunctionResponse
+	if recall == nil || recall.ID != gemini.CallID(2, 0) || compact(t, recall.Response) != `{"output":"remembered"}` {
+		t.Errorf("recall: %+v", recall)
+	}
+	if got := f.ranOrder(); !slices.Equal(got, []string{"learn", "recall"}) {
+		t.Errorf("ran %v", got)
+	}
+}
+
+// TestModel_ConfigUntouched: the SDK sets a missing system instruction
+// role on the config it is given; the caller's config must not change.
+func TestModel_ConfigUntouched(t *testing.T) {
+	s := newServer(t, reply("STOP", text("a")))
+	cfg := &genai.GenerateContentConfig{SystemInstruction: &genai.Content{Parts: []*genai.Part{{Text: "Be brief."}}}}
+	m, err := gemini.New(s.client(t), testModel, cfg)
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := m.Generate(ctx, []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)}, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SystemInstruction.Role != "" || cfg.Tools != nil {
+		t.Errorf("caller's config changed: %+v", cfg)
+	}
+}
