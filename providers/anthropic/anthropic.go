@@ -16,8 +16,8 @@ import (
 )
 
 // ErrInvalid is wrapped by every error of this package about bad input: a
-// schema Anthropic cannot take, a malformed image block, a turn result that
-// does not answer its calls, a bad Model configuration.
+// schema Anthropic cannot take, a turn result that does not answer its
+// calls, a bad Model configuration.
 var ErrInvalid = errors.New("anthropic: invalid input")
 
 // Tools turns a scope's Schemas into Anthropic custom tools, in the same
@@ -109,11 +109,11 @@ func Calls(msg *sdk.Message) []runtime.TurnCall {
 //
 // A failure sets is_error; its content is the result's content (the
 // runtime's "Error: <message>", or what a finalizer or post-execute
-// feedback put there), followed by a text block "error code: <CODE>" when
-// the failure is coded, so ABORTED_BEFORE_DISPATCH and the other codes
-// reach the model. Content blocks map as described in the package doc.
-// It is an error when res does not hold exactly one non-nil result per
-// call, or when an image block is malformed.
+// feedback put there), followed by a text block "[code: <CODE>]" when the
+// failure is coded (the notation of the OpenAI adapter), so
+// ABORTED_BEFORE_DISPATCH and the other codes reach the model. Content
+// blocks map as described in the package doc. It is an error when res
+// does not hold exactly one non-nil result per call.
 func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) (sdk.MessageParam, error) {
 	if res == nil {
 		return sdk.MessageParam{}, fmt.Errorf("%w: nil turn result", ErrInvalid)
@@ -127,11 +127,7 @@ func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) (sdk.Message
 		if r == nil {
 			return sdk.MessageParam{}, fmt.Errorf("%w: no result for call %q (position %d)", ErrInvalid, c.ID, i)
 		}
-		content, err := resultContent(r)
-		if err != nil {
-			return sdk.MessageParam{}, fmt.Errorf("%w: call %q: %v", ErrInvalid, c.ID, err)
-		}
-		tr := &sdk.ToolResultBlockParam{ToolUseID: c.ID, Content: content}
+		tr := &sdk.ToolResultBlockParam{ToolUseID: c.ID, Content: resultContent(r)}
 		if r.IsError() {
 			tr.IsError = sdk.Bool(true)
 		}
@@ -158,10 +154,10 @@ func contextText(m runtime.Message) string {
 	return "[" + m.Role + "] " + m.Text
 }
 
-func resultContent(r *runtime.Result) ([]sdk.ToolResultBlockParamContentUnion, error) {
+func resultContent(r *runtime.Result) []sdk.ToolResultBlockParamContentUnion {
 	blocks := r.Content()
 	var out []sdk.ToolResultBlockParamContentUnion
-	for j, b := range blocks {
+	for _, b := range blocks {
 		switch b.Type {
 		case "text":
 			if b.Text == "" {
@@ -169,11 +165,7 @@ func resultContent(r *runtime.Result) ([]sdk.ToolResultBlockParamContentUnion, e
 			}
 			out = append(out, textContent(b.Text))
 		case "image":
-			img, err := imageBlock(b.Data)
-			if err != nil {
-				return nil, fmt.Errorf("image block %d: %v", j, err)
-			}
-			out = append(out, img)
+			out = append(out, imageBlock(b.Data))
 		default:
 			out = append(out, textContent(otherText(b)))
 		}
@@ -183,10 +175,10 @@ func resultContent(r *runtime.Result) ([]sdk.ToolResultBlockParamContentUnion, e
 			out = append(out, textContent("Error: "+r.ErrorMessage()))
 		}
 		if code := r.Code(); code != "" {
-			out = append(out, textContent("error code: "+string(code)))
+			out = append(out, textContent("[code: "+string(code)+"]"))
 		}
 	}
-	return out, nil
+	return out
 }
 
 func textContent(s string) sdk.ToolResultBlockParamContentUnion {
@@ -212,14 +204,29 @@ func otherText(b runtime.Block) string {
 }
 
 // ImageData is the Data of a runtime.Block of Type "image" that the adapters
-// accept: either base64 bytes with their media type, or a URL.
+// accept: either base64 bytes with their media type, or a URL. The media
+// type may also be spelled "mimeType" (MCP's image content) or
+// "mime_type".
 //
 //	{"media_type": "image/png", "data": "<base64>"}
 //	{"url": "https://example.com/cat.png"}
 type ImageData struct {
 	MediaType string `json:"media_type,omitempty"`
+	MimeType  string `json:"mimeType,omitempty"`
+	MimeType2 string `json:"mime_type,omitempty"`
 	Data      string `json:"data,omitempty"`
 	URL       string `json:"url,omitempty"`
+}
+
+// Type returns the media type, whichever way it was spelled.
+func (d ImageData) Type() string {
+	switch {
+	case d.MediaType != "":
+		return d.MediaType
+	case d.MimeType != "":
+		return d.MimeType
+	}
+	return d.MimeType2
 }
 
 // Media types Anthropic accepts for base64 images.
@@ -230,30 +237,30 @@ var imageTypes = map[string]sdk.Base64ImageSourceMediaType{
 	"image/webp": sdk.Base64ImageSourceMediaTypeImageWebP,
 }
 
-func imageBlock(data json.RawMessage) (sdk.ToolResultBlockParamContentUnion, error) {
+// imageBlock maps an image block to an image source. An image Anthropic
+// cannot take (malformed Data, an unsupported media type) becomes a text
+// block saying so: one bad block must not cost the turn its results.
+func imageBlock(data json.RawMessage) sdk.ToolResultBlockParamContentUnion {
 	var d ImageData
 	if err := json.Unmarshal(data, &d); err != nil {
-		return sdk.ToolResultBlockParamContentUnion{}, fmt.Errorf("data must be {\"media_type\",\"data\"} or {\"url\"}: %v", err)
+		return textContent(`[image omitted: its data is not {"media_type","data"} or {"url"}]`)
 	}
 	switch {
 	case d.URL != "" && d.Data == "":
 		return sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
-			Source: sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: d.URL}}}}, nil
+			Source: sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: d.URL}}}}
 	case d.Data != "" && d.URL == "":
 		if _, err := base64.StdEncoding.DecodeString(d.Data); err != nil {
-			return sdk.ToolResultBlockParamContentUnion{}, fmt.Errorf("data is not standard base64: %v", err)
+			return textContent("[image omitted: its data is not standard base64]")
 		}
-		mt, ok := imageTypes[d.MediaType]
+		mt, ok := imageTypes[d.Type()]
 		if !ok {
-			// Well-formed, but not a type Anthropic takes: say so in text
-			// rather than fail the turn or send a request the API rejects.
-			return textContent(fmt.Sprintf("[image of type %q omitted: Anthropic accepts image/jpeg, image/png, image/gif and image/webp]", d.MediaType)), nil
+			return textContent(fmt.Sprintf("[image of type %q omitted: Anthropic accepts image/jpeg, image/png, image/gif and image/webp]", d.Type()))
 		}
 		return sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
-			Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{Data: d.Data, MediaType: mt}}}}, nil
-	default:
-		return sdk.ToolResultBlockParamContentUnion{}, errors.New("data must hold exactly one of \"data\" (with \"media_type\") and \"url\"")
+			Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{Data: d.Data, MediaType: mt}}}}
 	}
+	return textContent(`[image omitted: its data must hold exactly one of "data" and "url"]`)
 }
 
 // Model is an Anthropic model behind the Messages API, as an

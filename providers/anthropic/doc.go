@@ -30,16 +30,18 @@
 // # What Anthropic cannot carry, and what the adapter does
 //
 //   - Error codes and names: tool_result has only is_error. A coded
-//     failure's code follows its content as a text block "error code:
-//     <CODE>" (so the model can tell ABORTED_BEFORE_DISPATCH from
-//     INVALID_ARGS); the error name is not sent.
+//     failure's code follows its content as a text block "[code: <CODE>]"
+//     (the OpenAI adapter's notation), so the model can tell
+//     ABORTED_BEFORE_DISPATCH from INVALID_ARGS; the error name is not
+//     sent.
 //   - Block types other than text and image: rendered to a text block
 //     "[<type>] <text> <data JSON>".
-//   - Images: a runtime.Block of Type "image" must have Data
-//     {"media_type","data"} (standard base64) or {"url"} (see ImageData),
-//     sent as a base64 or URL image source. A base64 image of a media type
-//     the API does not take (anything but jpeg, png, gif, webp) becomes a
-//     text block saying it was omitted; malformed Data is an error.
+//   - Images: a runtime.Block of Type "image" with Data
+//     {"media_type","data"} (standard base64; "mimeType", MCP's spelling,
+//     works too) or {"url"} (see ImageData) is sent as a base64 or URL
+//     image source. An image the API cannot take (a media type other than
+//     jpeg, png, gif, webp; malformed Data) becomes a text block saying it
+//     was omitted and why: one bad block never costs the turn its results.
 //   - Empty text blocks: the API rejects them, so they are dropped; a
 //     failure left without content is sent as "Error: <message>".
 //   - Roles of contexts: contexts become text blocks of the same user

@@ -73,7 +73,7 @@ func ExampleToolResults() {
 	//           "type": "text"
 	//         },
 	//         {
-	//           "text": "error code: ABORTED_BEFORE_DISPATCH",
+	//           "text": "[code: ABORTED_BEFORE_DISPATCH]",
 	//           "type": "text"
 	//         }
 	//       ],

@@ -145,10 +145,10 @@ func TestModel_RunEndToEnd(t *testing.T) {
 	if got := blockTexts(results[0].Content); got != "contents of a.txt" {
 		t.Errorf("read a.txt: %q", got)
 	}
-	if got := blockTexts(results[3].Content); got != "Error: quota exceeded|error code: QUOTA_EXCEEDED" {
+	if got := blockTexts(results[3].Content); got != "Error: quota exceeded|[code: QUOTA_EXCEEDED]" {
 		t.Errorf("fail: %q", got)
 	}
-	if got := blockTexts(results[4].Content); !strings.Contains(got, "error code: INVALID_ARGS") {
+	if got := blockTexts(results[4].Content); !strings.Contains(got, "[code: INVALID_ARGS]") {
 		t.Errorf("read with a string input: %q, want an INVALID_ARGS error", got)
 	}
 	pic := results[5].Content
@@ -313,7 +313,7 @@ func TestModel_AbortedTurn(t *testing.T) {
 		if r.ToolUseID != fmt.Sprintf("toolu_%d", i+1) || (r.IsError != nil && *r.IsError) != failed {
 			t.Errorf("result %d: %+v", i, r)
 		}
-		if got := blockTexts(r.Content); failed && !strings.HasSuffix(got, "error code: "+wantCode[i]) {
+		if got := blockTexts(r.Content); failed && !strings.HasSuffix(got, "[code: "+wantCode[i]+"]") {
 			t.Errorf("result %d: %q, want code %s", i, got, wantCode[i])
 		}
 	}

@@ -60,8 +60,8 @@ func TestToolResults_Blocks(t *testing.T) {
 	}
 }
 
-// TestToolResults_Invalid: results that do not answer their calls, and
-// malformed image blocks, are errors naming the call.
+// TestToolResults_Invalid: results that do not answer their calls are
+// errors naming the call.
 func TestToolResults_Invalid(t *testing.T) {
 	one := []runtime.TurnCall{{ID: "t1", Name: "x"}}
 	cases := map[string]struct {
@@ -69,14 +69,9 @@ func TestToolResults_Invalid(t *testing.T) {
 		res   *runtime.TurnResult
 		want  string
 	}{
-		"nil result":      {one, nil, "nil turn result"},
-		"too few":         {one, &runtime.TurnResult{}, "0 results for 1 calls"},
-		"nil entry":       {one, &runtime.TurnResult{Results: []*runtime.Result{nil}}, `no result for call "t1"`},
-		"image not JSON":  {one, turn(image(`"png"`)), `call "t1": image block 0`},
-		"image bad b64":   {one, turn(image(`{"media_type":"image/png","data":"%%%"}`)), "not standard base64"},
-		"image both":      {one, turn(image(`{"media_type":"image/png","data":"AA==","url":"https://x"}`)), "exactly one of"},
-		"image neither":   {one, turn(image(`{"media_type":"image/png"}`)), "exactly one of"},
-		"image 2nd block": {one, turn(runtime.Text("a"), image(`{}`)), "image block 1"},
+		"nil result": {one, nil, "nil turn result"},
+		"too few":    {one, &runtime.TurnResult{}, "0 results for 1 calls"},
+		"nil entry":  {one, &runtime.TurnResult{Results: []*runtime.Result{nil}}, `no result for call "t1"`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -88,8 +83,32 @@ func TestToolResults_Invalid(t *testing.T) {
 	}
 }
 
-func turn(blocks ...runtime.Block) *runtime.TurnResult {
-	return &runtime.TurnResult{Results: []*runtime.Result{runtime.Success("v").WithContent(blocks...)}}
+// TestToolResults_Images: the image shapes accepted, and images Anthropic
+// cannot take, which become a text block saying so (one bad block must not
+// cost the turn its results).
+func TestToolResults_Images(t *testing.T) {
+	cases := map[string]struct{ data, want string }{
+		"base64":       {`{"media_type":"image/png","data":"AA=="}`, `{"source":{"data":"AA==","media_type":"image/png","type":"base64"},"type":"image"}`},
+		"MCP mimeType": {`{"mimeType":"image/webp","data":"AA=="}`, `{"source":{"data":"AA==","media_type":"image/webp","type":"base64"},"type":"image"}`},
+		"mime_type":    {`{"mime_type":"image/gif","data":"AA=="}`, `{"source":{"data":"AA==","media_type":"image/gif","type":"base64"},"type":"image"}`},
+		"url":          {`{"url":"https://x/a.png"}`, `{"source":{"url":"https://x/a.png","type":"url"},"type":"image"}`},
+		"not JSON obj": {`"png"`, `{"text":"[image omitted: its data is not {\"media_type\",\"data\"} or {\"url\"}]","type":"text"}`},
+		"bad base64":   {`{"media_type":"image/png","data":"%%%"}`, `{"text":"[image omitted: its data is not standard base64]","type":"text"}`},
+		"both":         {`{"media_type":"image/png","data":"AA==","url":"https://x"}`, `{"text":"[image omitted: its data must hold exactly one of \"data\" and \"url\"]","type":"text"}`},
+		"neither":      {`{"media_type":"image/png"}`, `{"text":"[image omitted: its data must hold exactly one of \"data\" and \"url\"]","type":"text"}`},
+		"no type":      {`{"data":"AA=="}`, `{"text":"[image of type \"\" omitted: Anthropic accepts image/jpeg, image/png, image/gif and image/webp]","type":"text"}`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			m, err := anthropic.ToolResults([]runtime.TurnCall{{ID: "t1"}},
+				&runtime.TurnResult{Results: []*runtime.Result{runtime.Success("v").WithContent(image(c.data))}})
+			must(t, err)
+			want := `{"content":[{"tool_use_id":"t1","content":[` + c.want + `],"type":"tool_result"}],"role":"user"}`
+			if got := encode(t, m); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
 }
 
 // TestTools_InputSchema: the parameter schema becomes input_schema with
@@ -201,7 +220,7 @@ func TestToolResults_RoundTripProperty(t *testing.T) {
 			}
 			if codes[i] != "" {
 				last := tr.Content[len(tr.Content)-1].OfText
-				if last == nil || last.Text != "error code: "+string(codes[i]) {
+				if last == nil || last.Text != "[code: "+string(codes[i])+"]" {
 					t.Fatalf("iteration %d: call %d: code %s not carried: %+v", iter, i, codes[i], tr.Content)
 				}
 			}

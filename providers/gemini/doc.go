@@ -50,9 +50,12 @@
 //     <text> <data JSON>".
 //   - Images: sent as the FunctionResponse's own parts (multimodal function
 //     responses, which Gemini 3 models accept and 2.x models reject: do not
-//     return images to those). Data must be {"media_type","data"} (standard
-//     base64, sent inline) or {"url","media_type"} (a file URI); see
-//     ImageData. Malformed Data is an error.
+//     return images to those). Data is {"media_type","data"} (standard
+//     base64, sent inline; "mimeType", MCP's spelling, works too) or
+//     {"url","media_type"} (a file URI); see ImageData. An image Gemini
+//     cannot take (malformed Data, no media type) becomes text in the
+//     output saying it was omitted and why: one bad block never costs the
+//     turn its results.
 //   - Errors: "error" is {"message": <message>, "code": <CODE>} (code only
 //     for coded failures), plus "details" with the content's text when it
 //     says more than "Error: <message>"; the error name is not sent.

@@ -15,8 +15,8 @@ import (
 )
 
 // ErrInvalid is wrapped by every error of this package about bad input: a
-// turn result that does not answer its calls, a malformed image block, a
-// response without a candidate, a bad Model configuration.
+// turn result that does not answer its calls, a response without a
+// candidate, a bad Model configuration.
 var ErrInvalid = errors.New("gemini: invalid input")
 
 // Tools turns a scope's Schemas into one Gemini tool holding a function
@@ -109,8 +109,7 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 // more than the runtime's "Error: <message>". Image blocks travel as the
 // response's parts (Gemini's multimodal function responses); other blocks
 // are rendered into the text as the package doc says. It is an error when
-// res does not hold exactly one non-nil result per call, or when an image
-// block is malformed.
+// res does not hold exactly one non-nil result per call.
 func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]*genai.Content, error) {
 	if res == nil {
 		return nil, fmt.Errorf("%w: nil turn result", ErrInvalid)
@@ -124,11 +123,7 @@ func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]*genai.Co
 		if r == nil {
 			return nil, fmt.Errorf("%w: no result for call %q (position %d)", ErrInvalid, c.ID, i)
 		}
-		fr, err := response(c, r)
-		if err != nil {
-			return nil, fmt.Errorf("%w: call %q: %v", ErrInvalid, c.ID, err)
-		}
-		parts[i] = &genai.Part{FunctionResponse: fr}
+		parts[i] = &genai.Part{FunctionResponse: response(c, r)}
 	}
 	out := []*genai.Content{{Role: genai.RoleUser, Parts: parts}}
 	var ctxParts []*genai.Part
@@ -155,21 +150,21 @@ func contextText(m runtime.Message) string {
 	return "[" + m.Role + "] " + m.Text
 }
 
-func response(c runtime.TurnCall, r *runtime.Result) (*genai.FunctionResponse, error) {
+func response(c runtime.TurnCall, r *runtime.Result) *genai.FunctionResponse {
 	var texts []string
 	var media []*genai.FunctionResponsePart
-	for j, b := range r.Content() {
+	for _, b := range r.Content() {
 		switch b.Type {
 		case "text":
 			if b.Text != "" {
 				texts = append(texts, b.Text)
 			}
 		case "image":
-			p, err := imagePart(b.Data)
-			if err != nil {
-				return nil, fmt.Errorf("image block %d: %v", j, err)
+			if p, omitted := imagePart(b.Data); p != nil {
+				media = append(media, p)
+			} else {
+				texts = append(texts, omitted)
 			}
-			media = append(media, p)
 		default:
 			texts = append(texts, otherText(b))
 		}
@@ -178,7 +173,7 @@ func response(c runtime.TurnCall, r *runtime.Result) (*genai.FunctionResponse, e
 	fr := &genai.FunctionResponse{ID: c.ID, Name: c.Name, Parts: media}
 	if !r.IsError() {
 		fr.Response = map[string]any{"output": text}
-		return fr, nil
+		return fr
 	}
 	e := map[string]any{"message": r.ErrorMessage()}
 	if code := r.Code(); code != "" {
@@ -188,7 +183,7 @@ func response(c runtime.TurnCall, r *runtime.Result) (*genai.FunctionResponse, e
 		e["details"] = text
 	}
 	fr.Response = map[string]any{"error": e}
-	return fr, nil
+	return fr
 }
 
 // otherText renders a block Gemini has no equivalent for: its type, then
@@ -211,36 +206,52 @@ func otherText(b runtime.Block) string {
 
 // ImageData is the Data of a runtime.Block of Type "image" that the adapters
 // accept: base64 bytes with their media type, or a URL (for Gemini a file
-// URI, with its media type).
+// URI, with its media type). The media type may also be spelled
+// "mimeType" (MCP's image content) or "mime_type".
 //
 //	{"media_type": "image/png", "data": "<base64>"}
 //	{"url": "gs://bucket/cat.png", "media_type": "image/png"}
 type ImageData struct {
 	MediaType string `json:"media_type,omitempty"`
+	MimeType  string `json:"mimeType,omitempty"`
+	MimeType2 string `json:"mime_type,omitempty"`
 	Data      string `json:"data,omitempty"`
 	URL       string `json:"url,omitempty"`
 }
 
-func imagePart(data json.RawMessage) (*genai.FunctionResponsePart, error) {
+// Type returns the media type, whichever way it was spelled.
+func (d ImageData) Type() string {
+	switch {
+	case d.MediaType != "":
+		return d.MediaType
+	case d.MimeType != "":
+		return d.MimeType
+	}
+	return d.MimeType2
+}
+
+// imagePart maps an image block to a function response part, or, when
+// Gemini cannot take it (malformed Data, no media type), to the text that
+// says so: one bad block must not cost the turn its results.
+func imagePart(data json.RawMessage) (*genai.FunctionResponsePart, string) {
 	var d ImageData
 	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, fmt.Errorf("data must be {\"media_type\",\"data\"} or {\"url\",\"media_type\"}: %v", err)
+		return nil, `[image omitted: its data is not {"media_type","data"} or {"url","media_type"}]`
 	}
-	if d.MediaType == "" {
-		return nil, errors.New("media_type is required (Gemini needs the MIME type of every part)")
+	if d.Type() == "" {
+		return nil, "[image omitted: it has no media type, which Gemini requires]"
 	}
 	switch {
 	case d.URL != "" && d.Data == "":
-		return &genai.FunctionResponsePart{FileData: &genai.FunctionResponseFileData{FileURI: d.URL, MIMEType: d.MediaType}}, nil
+		return &genai.FunctionResponsePart{FileData: &genai.FunctionResponseFileData{FileURI: d.URL, MIMEType: d.Type()}}, ""
 	case d.Data != "" && d.URL == "":
 		raw, err := base64.StdEncoding.DecodeString(d.Data)
 		if err != nil {
-			return nil, fmt.Errorf("data is not standard base64: %v", err)
+			return nil, "[image omitted: its data is not standard base64]"
 		}
-		return &genai.FunctionResponsePart{InlineData: &genai.FunctionResponseBlob{MIMEType: d.MediaType, Data: raw}}, nil
-	default:
-		return nil, errors.New("data must hold exactly one of \"data\" and \"url\"")
+		return &genai.FunctionResponsePart{InlineData: &genai.FunctionResponseBlob{MIMEType: d.Type(), Data: raw}}, ""
 	}
+	return nil, `[image omitted: its data must hold exactly one of "data" and "url"]`
 }
 
 // Model is a Gemini model behind GenerateContent, as an

@@ -64,30 +64,49 @@ func TestToolResults_Blocks(t *testing.T) {
 	}
 }
 
-// TestToolResults_Invalid: results that do not answer their calls, and
-// malformed image blocks, are errors naming the call.
+// TestToolResults_Invalid: results that do not answer their calls are
+// errors naming the call.
 func TestToolResults_Invalid(t *testing.T) {
 	one := []runtime.TurnCall{{ID: "c1", Name: "x"}}
-	turn := func(blocks ...runtime.Block) *runtime.TurnResult {
-		return &runtime.TurnResult{Results: []*runtime.Result{runtime.Success("v").WithContent(blocks...)}}
-	}
 	cases := map[string]struct {
 		res  *runtime.TurnResult
 		want string
 	}{
-		"nil result":     {nil, "nil turn result"},
-		"too few":        {&runtime.TurnResult{}, "0 results for 1 calls"},
-		"nil entry":      {&runtime.TurnResult{Results: []*runtime.Result{nil}}, `no result for call "c1"`},
-		"image not JSON": {turn(image(`"png"`)), `call "c1": image block 0`},
-		"no media type":  {turn(image(`{"data":"AA=="}`)), "media_type is required"},
-		"bad base64":     {turn(image(`{"media_type":"image/png","data":"%%%"}`)), "not standard base64"},
-		"both":           {turn(image(`{"media_type":"image/png","data":"AA==","url":"gs://x"}`)), "exactly one of"},
+		"nil result": {nil, "nil turn result"},
+		"too few":    {&runtime.TurnResult{}, "0 results for 1 calls"},
+		"nil entry":  {&runtime.TurnResult{Results: []*runtime.Result{nil}}, `no result for call "c1"`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := gemini.ToolResults(one, c.res)
 			if !errors.Is(err, gemini.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want ErrInvalid containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestToolResults_Images: the image shapes accepted, and images Gemini
+// cannot take, which become text in the output saying so (one bad block
+// must not cost the turn its results).
+func TestToolResults_Images(t *testing.T) {
+	cases := map[string]struct{ data, want string }{
+		"base64":       {`{"media_type":"image/png","data":"AA=="}`, `"parts":[{"inlineData":{"mimeType":"image/png","data":"AA=="}}],"id":"c1","name":"x","response":{"output":""}`},
+		"MCP mimeType": {`{"mimeType":"image/webp","data":"AA=="}`, `"parts":[{"inlineData":{"mimeType":"image/webp","data":"AA=="}}],"id":"c1","name":"x","response":{"output":""}`},
+		"file uri":     {`{"url":"gs://b/a.png","mime_type":"image/png"}`, `"parts":[{"fileData":{"fileUri":"gs://b/a.png","mimeType":"image/png"}}],"id":"c1","name":"x","response":{"output":""}`},
+		"not JSON obj": {`"png"`, `"id":"c1","name":"x","response":{"output":"[image omitted: its data is not {\"media_type\",\"data\"} or {\"url\",\"media_type\"}]"}`},
+		"no type":      {`{"data":"AA=="}`, `"id":"c1","name":"x","response":{"output":"[image omitted: it has no media type, which Gemini requires]"}`},
+		"bad base64":   {`{"media_type":"image/png","data":"%%%"}`, `"id":"c1","name":"x","response":{"output":"[image omitted: its data is not standard base64]"}`},
+		"both":         {`{"media_type":"image/png","data":"AA==","url":"gs://x"}`, `"id":"c1","name":"x","response":{"output":"[image omitted: its data must hold exactly one of \"data\" and \"url\"]"}`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := gemini.ToolResults([]runtime.TurnCall{{ID: "c1", Name: "x"}},
+				&runtime.TurnResult{Results: []*runtime.Result{runtime.Success("v").WithContent(image(c.data))}})
+			must(t, err)
+			want := `[{"parts":[{"functionResponse":{` + c.want + `}}],"role":"user"}]`
+			if got := encode(t, out); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 		})
 	}
