@@ -36,12 +36,15 @@ type fillResult struct {
 }
 
 // fillTools registers filler tools on w's global scope until it holds n
-// tools besides w's own, or budget has passed; it records the time per
-// tool overall and over the last tenth (where a superlinear table shows).
+// tools besides w's own, or budget has passed (checked every 1,000 tools,
+// or every tenth of n when that is less); it records the time per tool
+// overall and over the last tenth registered (where a superlinear table
+// shows), or the last part of a tenth when the budget ran out.
 func fillTools(w *world, n int, budget time.Duration, label string) fillResult {
 	g := w.reg.Global()
 	def := trivialTool("filler")
 	chunk := max(n/10, 1)
+	every := min(chunk, 1000)
 	var res fillResult
 	start := time.Now()
 	chunkStart, chunkFrom := start, 0
@@ -49,14 +52,18 @@ func fillTools(w *world, n int, budget time.Duration, label string) fillResult {
 		def.Name = fmt.Sprintf("filler_%07d", i)
 		must(g.Register(def))
 		res.reached = i + 1
-		if res.reached%chunk == 0 || res.reached == n {
-			now := time.Now()
+		if res.reached%every != 0 && res.reached != n {
+			continue
+		}
+		now := time.Now()
+		over := now.Sub(start) > budget && res.reached < n
+		if res.reached%chunk == 0 || res.reached == n || over {
 			res.lastNsPer = float64(now.Sub(chunkStart).Nanoseconds()) / float64(res.reached-chunkFrom)
 			chunkStart, chunkFrom = now, res.reached
-			progress.set(fmt.Sprintf("%s: %d/%d tools registered", label, res.reached, n))
-			if now.Sub(start) > budget && res.reached < n {
-				break
-			}
+		}
+		progress.set(fmt.Sprintf("%s: %d/%d tools registered", label, res.reached, n))
+		if over {
+			break
 		}
 	}
 	res.elapsed = time.Since(start)
