@@ -142,7 +142,7 @@ func ratioChart(rep *Report) string {
 			keys = append(keys, k)
 		}
 	}
-	const w, rowH, top, left, fs = chartMaxW, 28, 40, 170, 12
+	const w, rowH, top, left, fs = chartMaxW, 28, 40, 190, 12
 	// The value text follows the bar, its range and its target and goal
 	// lines, whichever ends furthest right, so no line crosses it; the
 	// widest text must still fit inside the chart.
