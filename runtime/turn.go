@@ -120,10 +120,11 @@ func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnO
 	return s.reg.turnVia(ctx, s.viewNode(), s.node.Key, calls, o)
 }
 
-// turnVia hands the turn to the scope's supervisor as one message. The
-// supervisor admits it in arrival order and gives the go-ahead; the turn
-// then runs on the caller's goroutine and the dispatch workers (see
-// turnRun), so no goroutine sits idle waiting for the answer.
+// turnVia hands the turn to the scope's supervisor as one message when
+// admissions are queued. The supervisor takes it in arrival order and gives
+// the go-ahead; the turn then runs on the caller's goroutine and the
+// dispatch workers (see turnRun), so no goroutine sits idle waiting for the
+// answer.
 func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
 	if err := r.enterTurn(); err != nil {
 		return nil, err
@@ -132,6 +133,14 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	tr := r.newTurnRun(node, agent, calls, o)
 	tr.cctx.init(ctx, &r.life)
 	defer r.exit(&tr.cctx)
+	// The go-ahead orders the turn after the admissions asked for before
+	// it. With none queued or on its way (the gate says so) there is
+	// nothing to order against — the go-ahead would come at once — so the
+	// hop to the supervisor (two hand-offs) is skipped; the turn's
+	// dispatches still take the gate like any call.
+	if sh := r.admission(node); sh == nil || !sh.gate.Load().Queued() {
+		return tr.run(&tr.cctx)
+	}
 	if sup := r.supervisorOf(node); sup != nil {
 		tr.ready.Add(1)
 		if sup.postTurn(&tr.ready) {
