@@ -96,6 +96,12 @@ func (r *Registry) executeOn(ctx context.Context, node *core.Node, call Call) *R
 // executeWith runs a call; sh is the scope's shell when the caller holds
 // the handle (saves a registry lookup on the hot path), else nil.
 func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, call Call) *Result {
+	return r.executeArgs(ctx, node, sh, call, nil)
+}
+
+// executeArgs is executeWith; non-empty raw stands for call.Arguments =
+// json.RawMessage(raw), without boxing it (the protobuf request's bytes).
+func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, call Call, raw []byte) *Result {
 	if ctx == nil {
 		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
 	}
@@ -109,7 +115,13 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 	s.cctx.init(ctx, &r.life)
 	defer r.exit(&s.cctx)
 	r.initExec(s, &s.cctx, node, call)
-	s.snapshotArgs(call.Arguments)
+	if len(raw) > 0 {
+		if b, err := jsonv.AppendCanonical(nil, raw); err == nil {
+			s.args = b // snapshotArgs(json.RawMessage(raw))
+		}
+	} else {
+		s.snapshotArgs(call.Arguments)
+	}
 	s.sh = sh
 	return r.run(s, scopeGate{r})
 }
