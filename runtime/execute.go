@@ -179,11 +179,30 @@ type hooks struct {
 func (r *Registry) hooksFor(s *execState) hooks {
 	chain := &s.chain
 	return hooks{
-		pre:    chain.Callbacks(core.KindPre, nil),
-		around: chain.Callbacks(core.KindAround, nil),
-		post:   chain.Callbacks(core.KindPost, nil),
-		result: chain.Callbacks(core.KindResult, nil),
+		pre:    callbacks(chain, core.KindPre),
+		around: callbacks(chain, core.KindAround),
+		post:   callbacks(chain, core.KindPost),
+		result: callbacks(chain, core.KindResult),
 	}
+}
+
+// callbacks is chain.Callbacks(k, nil) without the copy when only one
+// layer has hooks of kind k (the usual case): that layer's published list,
+// which nobody changes, capped so that an append cannot write into it.
+func callbacks(chain *core.Chain, k core.Kind) []core.Entry {
+	var only []core.Entry
+	if l := chain.Global.List(k); len(l) > 0 {
+		only = l
+	}
+	for i := 0; i < chain.Len(); i++ {
+		if l := chain.At(i).List(k); len(l) > 0 {
+			if only != nil {
+				return chain.Callbacks(k, nil) // several layers: merge in Seq order
+			}
+			only = l
+		}
+	}
+	return only[:len(only):len(only)]
 }
 
 // gate is the admission of dispatch, supplied by the caller: the scope's
@@ -591,24 +610,12 @@ func (r *Registry) runPost(s *execState, h hooks, res *Result) *Result {
 	if len(h.post) == 0 {
 		return res // the innermost default is Accept{} (R68)
 	}
-	ex := Execution{s}
-	var step func(i int) (PostDecision, error)
-	step = func(i int) (PostDecision, error) {
-		if i == len(h.post) {
-			return Accept(), nil
-		}
-		hook := h.post[i].Payload.(PostExecuteHook)
-		var (
-			once sync.Once
-			d    PostDecision
-			e    error
-		)
-		return callPost(hook, ex, res, func() (PostDecision, error) {
-			once.Do(func() { d, e = step(i + 1) })
-			return d, e
-		})
+	steps := make([]postStep, len(h.post))
+	for i := range steps {
+		p := &steps[i]
+		p.ex, p.res, p.all, p.list, p.i = Execution{s}, res, steps, h.post, i
 	}
-	dec, err := step(0)
+	dec, err := steps[0].run()
 	if err != nil {
 		return failureFrom(err)
 	}
@@ -693,28 +700,78 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	return res
 }
 
-// runPre is the pre-execute waterfall (R52).
+// runPre is the pre-execute waterfall (R52). Each hook's next runs the
+// rest of the waterfall at most once (later calls return the same
+// decision); the levels share one allocation.
 func runPre(ex Execution, list []core.Entry) (Decision, error) {
 	if len(list) == 0 {
 		return Allow(), nil
 	}
-	var step func(i int) (Decision, error)
-	step = func(i int) (Decision, error) {
-		if i == len(list) {
-			return Allow(), nil
-		}
-		hook := list[i].Payload.(PreExecuteHook)
-		var (
-			once sync.Once
-			d    Decision
-			e    error
-		)
-		return callPre(hook, ex, func() (Decision, error) {
-			once.Do(func() { d, e = step(i + 1) })
-			return d, e
-		})
+	steps := make([]preStep, len(list))
+	for i := range steps {
+		p := &steps[i]
+		p.ex, p.all, p.list, p.i = ex, steps, list, i
 	}
-	return step(0)
+	return steps[0].run()
+}
+
+// preStep is one level of the pre-execute waterfall.
+type preStep struct {
+	ex   Execution
+	all  []preStep
+	list []core.Entry
+	i    int
+	once sync.Once
+	d    Decision
+	e    error
+}
+
+func (p *preStep) run() (Decision, error) {
+	return callPre(p.list[p.i].Payload.(PreExecuteHook), p.ex, p.next)
+}
+
+// next is the hook's next: the rest of the waterfall, once.
+func (p *preStep) next() (Decision, error) {
+	p.once.Do(p.rest)
+	return p.d, p.e
+}
+
+func (p *preStep) rest() {
+	if p.i+1 == len(p.all) {
+		p.d, p.e = Allow(), nil
+		return
+	}
+	p.d, p.e = p.all[p.i+1].run()
+}
+
+// postStep is one level of the post-execute waterfall (runPost), like
+// preStep.
+type postStep struct {
+	ex   Execution
+	res  *Result
+	all  []postStep
+	list []core.Entry
+	i    int
+	once sync.Once
+	d    PostDecision
+	e    error
+}
+
+func (p *postStep) run() (PostDecision, error) {
+	return callPost(p.list[p.i].Payload.(PostExecuteHook), p.ex, p.res, p.next)
+}
+
+func (p *postStep) next() (PostDecision, error) {
+	p.once.Do(p.rest)
+	return p.d, p.e
+}
+
+func (p *postStep) rest() {
+	if p.i+1 == len(p.all) {
+		p.d, p.e = Accept(), nil
+		return
+	}
+	p.d, p.e = p.all[p.i+1].run()
 }
 
 // --- result constructors (SPEC §0.3) ---
