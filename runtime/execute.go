@@ -28,7 +28,6 @@ type execState struct {
 	parent Token
 	host   *execState // the execution this one runs within, for admission (nesting.go)
 	node   *core.Node
-	cctx   callCtx    // ctx of a single Execute (a turn's calls share the turn's)
 	sh     *shell     // the scope's admission, when the caller has it at hand
 	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the SPEC says live
 	args   []byte     // argument snapshot; nil when it failed (R48)
@@ -110,11 +109,12 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, 
 	}
 	var host *execState
 	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a callCtx for a value fuses it
-	s := new(execState)
+	x := new(singleExec)
+	s := &x.s
 	s.host = host
-	s.cctx.init(ctx, &r.life)
-	defer r.exit(&s.cctx)
-	r.initExec(s, &s.cctx, node, call)
+	x.cctx.init(ctx, &r.life)
+	defer r.exit(&x.cctx)
+	r.initExec(s, &x.cctx, node, call)
 	if len(raw) > 0 {
 		if b, err := jsonv.AppendCanonical(nil, raw); err == nil {
 			s.args = b // snapshotArgs(json.RawMessage(raw))
@@ -124,6 +124,13 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, 
 	}
 	s.sh = sh
 	return r.run(s, scopeGate{r})
+}
+
+// singleExec is a single Execute's execution and its ctx (a turn's calls
+// share the turn's), in one allocation.
+type singleExec struct {
+	s    execState
+	cctx callCtx
 }
 
 // initExec fills a zero execState in place (a turn allocates all of its
