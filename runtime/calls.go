@@ -18,7 +18,7 @@ func recovered(err *error) {
 
 func callPre(h PreExecuteHook, ex Execution, next func() (Decision, error)) (d Decision, err error) {
 	defer recovered(&err)
-	return h(ex.s.ctx, ex, next)
+	return h(ex.s.cx(), ex, next)
 }
 
 func callAround(h AroundHook, ctx context.Context, ex Execution, next func(context.Context) *Result) (res *Result, err error) {
@@ -28,22 +28,22 @@ func callAround(h AroundHook, ctx context.Context, ex Execution, next func(conte
 
 func callPost(h PostExecuteHook, ex Execution, r *Result, next func() (PostDecision, error)) (d PostDecision, err error) {
 	defer recovered(&err)
-	return h(ex.s.ctx, ex, r, next)
+	return h(ex.s.cx(), ex, r, next)
 }
 
 func callObserver(h ResultObserver, ex Execution, r *Result) (err error) {
 	defer recovered(&err)
-	return h(ex.s.ctx, ex, r)
+	return h(ex.s.cx(), ex, r)
 }
 
 func callFinalizer(f func(context.Context, Execution, *Result) ([]Block, error), ex Execution, r *Result) (b []Block, err error) {
 	defer recovered(&err)
-	return f(ex.s.ctx, ex, r)
+	return f(ex.s.cx(), ex, r)
 }
 
 func callGuard(g Guard, ex Execution) (reason string, deny bool, err error) {
 	defer recovered(&err)
-	reason, deny = g(ex.s.ctx, ex)
+	reason, deny = g(ex.s.cx(), ex)
 	return reason, deny, nil
 }
 
@@ -54,12 +54,26 @@ func callApprover(a Approver, ctx context.Context, req ApprovalRequest) (out App
 
 func callRender(f func(args, value json.RawMessage) ([]Block, error), args, value []byte) (b []Block, err error) {
 	defer recovered(&err)
-	return f(cloneBytes(args), cloneBytes(value))
+	a, v := clonePair(args, value)
+	return f(a, v)
 }
 
 func callMeta(f func(args, value json.RawMessage) (any, error), args, value []byte) (m any, err error) {
 	defer recovered(&err)
-	return f(cloneBytes(args), cloneBytes(value))
+	a, v := clonePair(args, value)
+	return f(a, v)
+}
+
+// clonePair copies a and b (nil stays nil) into one allocation; each copy's
+// capacity ends at its length, so appending to one never reaches the other.
+func clonePair(a, b []byte) ([]byte, []byte) {
+	if a == nil || b == nil {
+		return cloneBytes(a), cloneBytes(b)
+	}
+	buf := make([]byte, len(a)+len(b))
+	n := copy(buf, a)
+	copy(buf[n:], b)
+	return buf[:n:n], buf[n:]
 }
 
 // callBody runs the body with its own copy of the arguments (R45).

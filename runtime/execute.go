@@ -20,8 +20,7 @@ import (
 // what the body leaves behind (deferred contexts, the turn mark).
 type execState struct {
 	reg    *Registry
-	ctx    context.Context // &ectx: the caller's (or turn's) ctx carrying this execution
-	ectx   execCtx
+	ectx   execCtx // the caller's (or turn's) ctx carrying this execution (cx)
 	callID string
 	rootID string
 	name   string
@@ -29,17 +28,20 @@ type execState struct {
 	parent Token
 	host   *execState // the execution this one runs within, for admission (nesting.go)
 	node   *core.Node
-	cctx   callCtx    // ctx of a single Execute (a turn's calls share the turn's)
 	sh     *shell     // the scope's admission, when the caller has it at hand
 	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the SPEC says live
 	args   []byte     // argument snapshot; nil when it failed (R48)
+	// argCopy, when not nil, is a spare copy of args for the first
+	// classifier call (a turn makes its calls' copies in one allocation).
+	argCopy []byte
 	// argsChecked records that the typed helper's schema already accepted
 	// args (classification), so the body does not validate them again.
 	argsChecked *jsonv.Schema
 
 	finalizer func(context.Context, Execution, *Result) ([]Block, error)
-	chainTool *toolDef   // what chain resolves name to (nil: no such tool); kept in step with chain
-	rc        RunContext // handed to the body; embedded to save an allocation
+	chainTool *toolDef         // what chain resolves name to (nil: no such tool); kept in step with chain
+	rc        RunContext       // handed to the body; embedded to save an allocation
+	slot      *resultWithBlock // where the first success goes (a turn's calls' results share one allocation), or nil
 
 	mu          sync.Mutex
 	deferred    []Message
@@ -50,24 +52,27 @@ type execState struct {
 	// say whether it is exclusive and whether it is a slot of the gate or
 	// runs inside an ancestor's (nesting.go).
 	holding     atomic.Pointer[shell]
-	holdExcl    bool
-	holdSlot    bool
 	typedOut    []byte // a typed body's canonical output (see typedOutMarker)
-	directBody  bool   // the registry is calling the typed helper's body itself
 	aroundErr   error
 	mode        Mode
-	classified  bool
-	denied      bool
 	turnID      string
-	group       int32
 	enteredAt   int64
 	startedAt   int64
-	dispatchEnd int64 // when around+body returned (0: never dispatched)
-	startedSent bool
-	events      bool            // someone listened on the event stream at entry: publish both events (events.go)
+	dispatchEnd int64           // when around+body returned (0: never dispatched)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
 	span        trace.Span      // the execution's span, when tracing (trace.go)
+	group       int32
+	holdExcl    bool
+	holdSlot    bool
+	directBody  bool // the registry is calling the typed helper's body itself
+	classified  bool
+	denied      bool
+	startedSent bool
+	events      bool // someone listened on the event stream at entry: publish both events (events.go)
 }
+
+// cx is the execution's ctx: the caller's (or turn's), carrying it.
+func (s *execState) cx() context.Context { return &s.ectx }
 
 // Execute runs one call in the scope's view through the whole pipeline
 // (SPEC §7). call.Agent is set to the scope's key. It never panics and
@@ -90,6 +95,12 @@ func (r *Registry) executeOn(ctx context.Context, node *core.Node, call Call) *R
 // executeWith runs a call; sh is the scope's shell when the caller holds
 // the handle (saves a registry lookup on the hot path), else nil.
 func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, call Call) *Result {
+	return r.executeArgs(ctx, node, sh, call, nil)
+}
+
+// executeArgs is executeWith; non-empty raw stands for call.Arguments =
+// json.RawMessage(raw), without boxing it (the protobuf request's bytes).
+func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, call Call, raw []byte) *Result {
 	if ctx == nil {
 		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
 	}
@@ -98,14 +109,28 @@ func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, 
 	}
 	var host *execState
 	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a callCtx for a value fuses it
-	s := new(execState)
+	x := new(singleExec)
+	s := &x.s
 	s.host = host
-	s.cctx.init(ctx, &r.life)
-	defer r.exit(&s.cctx)
-	r.initExec(s, &s.cctx, node, call)
-	s.snapshotArgs(call.Arguments)
+	x.cctx.init(ctx, &r.life)
+	defer r.exit(&x.cctx)
+	r.initExec(s, &x.cctx, node, call)
+	if len(raw) > 0 {
+		if b, err := jsonv.AppendCanonical(nil, raw); err == nil {
+			s.args = b // snapshotArgs(json.RawMessage(raw))
+		}
+	} else {
+		s.snapshotArgs(call.Arguments)
+	}
 	s.sh = sh
 	return r.run(s, scopeGate{r})
+}
+
+// singleExec is a single Execute's execution and its ctx (a turn's calls
+// share the turn's), in one allocation.
+type singleExec struct {
+	s    execState
+	cctx callCtx
 }
 
 // initExec fills a zero execState in place (a turn allocates all of its
@@ -116,7 +141,6 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		ctx = r.startSpan(ctx, s, call.ID, call.Name)
 	}
 	s.ectx = execCtx{Context: ctx, s: s}
-	s.ctx = &s.ectx
 	s.callID = call.ID
 	s.rootID = call.RootID
 	s.name = call.Name
@@ -162,11 +186,30 @@ type hooks struct {
 func (r *Registry) hooksFor(s *execState) hooks {
 	chain := &s.chain
 	return hooks{
-		pre:    chain.Callbacks(core.KindPre, nil),
-		around: chain.Callbacks(core.KindAround, nil),
-		post:   chain.Callbacks(core.KindPost, nil),
-		result: chain.Callbacks(core.KindResult, nil),
+		pre:    callbacks(chain, core.KindPre),
+		around: callbacks(chain, core.KindAround),
+		post:   callbacks(chain, core.KindPost),
+		result: callbacks(chain, core.KindResult),
 	}
+}
+
+// callbacks is chain.Callbacks(k, nil) without the copy when only one
+// layer has hooks of kind k (the usual case): that layer's published list,
+// which nobody changes, capped so that an append cannot write into it.
+func callbacks(chain *core.Chain, k core.Kind) []core.Entry {
+	var only []core.Entry
+	if l := chain.Global.List(k); len(l) > 0 {
+		only = l
+	}
+	for i := 0; i < chain.Len(); i++ {
+		if l := chain.At(i).List(k); len(l) > 0 {
+			if only != nil {
+				return chain.Callbacks(k, nil) // several layers: merge in Seq order
+			}
+			only = l
+		}
+	}
+	return only[:len(only):len(only)]
 }
 
 // gate is the admission of dispatch, supplied by the caller: the scope's
@@ -209,7 +252,7 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		return failureFromMessage("tool execution arguments must be losslessly JSON-serializable", nil), false
 	}
 	// R79: pre-cancelled entry.
-	if s.ctx.Err() != nil {
+	if s.cx().Err() != nil {
 		return abortedBeforeDispatch(), false
 	}
 	ex := Execution{s}
@@ -237,7 +280,7 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		return s.deny(reason), true
 	}
 	// R56: cancelled while the gate ran.
-	if s.ctx.Err() != nil {
+	if s.cx().Err() != nil {
 		return abortedBeforeDispatch(), true
 	}
 	return nil, false
@@ -257,7 +300,7 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post, allow
 		return s.deny(fmt.Sprintf("tool %q requires approval, but the call has no agent to route it through", s.name)), true, false
 	}
 	req := ApprovalRequest{Agent: s.agent, Tool: s.name, CallID: s.callID, Reason: dec.Reason, HasReason: dec.HasReason}
-	out, err := callApprover(ap, s.ctx, req)
+	out, err := callApprover(ap, s.cx(), req)
 	if err != nil {
 		return failureFrom(err), false, false
 	}
@@ -267,7 +310,7 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post, allow
 	case ApprovalRejected:
 		return s.deny(fmt.Sprintf("the user rejected tool %q", s.name)), true, false
 	case ApprovalCancelled:
-		if s.ctx.Err() != nil {
+		if s.cx().Err() != nil {
 			return abortedBeforeDispatch(), true, false
 		}
 		return s.deny(fmt.Sprintf("approval for tool %q was cancelled", s.name)), true, false
@@ -337,7 +380,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	}
 	if len(h.around) == 0 {
 		// No wrapper: the base result is this execution's own (R65).
-		out := r.base(s, s.ctx)
+		out := r.base(s, s.cx())
 		return r.withDeferred(s, out), false
 	}
 	ex := Execution{s}
@@ -381,7 +424,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 		}
 		return out
 	}
-	out := step(0, s.ctx)
+	out := step(0, s.cx())
 	s.mu.Lock()
 	aerr := s.aroundErr
 	s.mu.Unlock()
@@ -429,15 +472,15 @@ func (r *Registry) withDeferred(s *execState, out *Result) *Result {
 // base is the innermost next (R61).
 func (r *Registry) base(s *execState, ctx context.Context) *Result {
 	bodyCtx := ctx
-	if ctx != s.ctx {
+	if ctx != s.cx() {
 		// R60: fuse the caller ctx and the wrapper's ctx. Err answers from
 		// both at once (a cancellation of the caller is seen here before
 		// the body runs, not when AfterFunc gets round to it); Done closes
 		// when either does.
 		fused, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(s.ctx, cancel)
+		stop := context.AfterFunc(s.cx(), cancel)
 		defer func() { stop(); cancel() }()
-		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.ctx, s: s}
+		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.cx(), s: s}
 	}
 	if bodyCtx.Err() != nil {
 		return stamped(s, abortedBeforeDispatch())
@@ -482,22 +525,29 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 	if td.trustedRender {
 		// The typed helper's own renderer keeps and changes nothing; its
 		// one text block (no Data to check) shares the result's allocation.
-		rb := &resultWithBlock{}
+		rb := s.resultSlot()
 		rb.block[0] = renderDefault(b)
 		rb.res.value, rb.res.content = b, rb.block[:]
 		return r.withMeta(s, td, &rb.res, b)
 	}
 	content, err := callRender(td.def.Output.Render, s.args, b)
-	if err == nil {
-		content = cloneBlocks(content)
-	}
 	if err != nil {
 		return invalidOutput(td.name, "output.render failed: "+messageOf(err))
 	}
 	if !blocksSafe(content) {
 		return invalidOutput(td.name, "output.render returned non-lossless JSON")
 	}
-	return r.withMeta(s, td, &Result{value: b, content: content}, b)
+	rb := s.resultSlot()
+	if len(content) == 1 {
+		// The usual single block is copied into the result's allocation.
+		rb.block[0] = content[0]
+		rb.block[0].Data = cloneBytes(content[0].Data)
+		content = rb.block[:]
+	} else {
+		content = cloneBlocks(content)
+	}
+	rb.res.value, rb.res.content = b, content
+	return r.withMeta(s, td, &rb.res, b)
 }
 
 // resultWithBlock is a result and its single content block in one
@@ -505,6 +555,16 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 type resultWithBlock struct {
 	res   Result
 	block [1]Block
+}
+
+// resultSlot returns the zero result its first success goes in: the one
+// allocated with its turn, if any and not taken yet, else a new one.
+func (s *execState) resultSlot() *resultWithBlock {
+	if rb := s.slot; rb != nil {
+		s.slot = nil
+		return rb
+	}
+	return &resultWithBlock{}
 }
 
 // withMeta adds presentation metadata (R64) and the turn mark to a new
@@ -539,7 +599,7 @@ func (r *Registry) postAndRecheck(s *execState, h hooks, res *Result) *Result {
 
 // recheck replaces a success when the caller ctx is cancelled (R80).
 func (r *Registry) recheck(s *execState, res *Result) *Result {
-	if res.isError || s.ctx.Err() == nil {
+	if res.isError || s.cx().Err() == nil {
 		return res
 	}
 	var out *Result
@@ -557,24 +617,12 @@ func (r *Registry) runPost(s *execState, h hooks, res *Result) *Result {
 	if len(h.post) == 0 {
 		return res // the innermost default is Accept{} (R68)
 	}
-	ex := Execution{s}
-	var step func(i int) (PostDecision, error)
-	step = func(i int) (PostDecision, error) {
-		if i == len(h.post) {
-			return Accept(), nil
-		}
-		hook := h.post[i].Payload.(PostExecuteHook)
-		var (
-			once sync.Once
-			d    PostDecision
-			e    error
-		)
-		return callPost(hook, ex, res, func() (PostDecision, error) {
-			once.Do(func() { d, e = step(i + 1) })
-			return d, e
-		})
+	steps := make([]postStep, len(h.post))
+	for i := range steps {
+		p := &steps[i]
+		p.ex, p.res, p.all, p.list, p.i = Execution{s}, res, steps, h.post, i
 	}
-	dec, err := step(0)
+	dec, err := steps[0].run()
 	if err != nil {
 		return failureFrom(err)
 	}
@@ -659,28 +707,78 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	return res
 }
 
-// runPre is the pre-execute waterfall (R52).
+// runPre is the pre-execute waterfall (R52). Each hook's next runs the
+// rest of the waterfall at most once (later calls return the same
+// decision); the levels share one allocation.
 func runPre(ex Execution, list []core.Entry) (Decision, error) {
 	if len(list) == 0 {
 		return Allow(), nil
 	}
-	var step func(i int) (Decision, error)
-	step = func(i int) (Decision, error) {
-		if i == len(list) {
-			return Allow(), nil
-		}
-		hook := list[i].Payload.(PreExecuteHook)
-		var (
-			once sync.Once
-			d    Decision
-			e    error
-		)
-		return callPre(hook, ex, func() (Decision, error) {
-			once.Do(func() { d, e = step(i + 1) })
-			return d, e
-		})
+	steps := make([]preStep, len(list))
+	for i := range steps {
+		p := &steps[i]
+		p.ex, p.all, p.list, p.i = ex, steps, list, i
 	}
-	return step(0)
+	return steps[0].run()
+}
+
+// preStep is one level of the pre-execute waterfall.
+type preStep struct {
+	ex   Execution
+	all  []preStep
+	list []core.Entry
+	i    int
+	once sync.Once
+	d    Decision
+	e    error
+}
+
+func (p *preStep) run() (Decision, error) {
+	return callPre(p.list[p.i].Payload.(PreExecuteHook), p.ex, p.next)
+}
+
+// next is the hook's next: the rest of the waterfall, once.
+func (p *preStep) next() (Decision, error) {
+	p.once.Do(p.rest)
+	return p.d, p.e
+}
+
+func (p *preStep) rest() {
+	if p.i+1 == len(p.all) {
+		p.d, p.e = Allow(), nil
+		return
+	}
+	p.d, p.e = p.all[p.i+1].run()
+}
+
+// postStep is one level of the post-execute waterfall (runPost), like
+// preStep.
+type postStep struct {
+	ex   Execution
+	res  *Result
+	all  []postStep
+	list []core.Entry
+	i    int
+	once sync.Once
+	d    PostDecision
+	e    error
+}
+
+func (p *postStep) run() (PostDecision, error) {
+	return callPost(p.list[p.i].Payload.(PostExecuteHook), p.ex, p.res, p.next)
+}
+
+func (p *postStep) next() (PostDecision, error) {
+	p.once.Do(p.rest)
+	return p.d, p.e
+}
+
+func (p *postStep) rest() {
+	if p.i+1 == len(p.all) {
+		p.d, p.e = Accept(), nil
+		return
+	}
+	p.d, p.e = p.all[p.i+1].run()
 }
 
 // --- result constructors (SPEC §0.3) ---

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
+	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -66,5 +68,76 @@ func BenchmarkHotPath_Turn16(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.ExecuteTurn(ctx, calls, runtime.WithMaxParallel(16))
+	}
+}
+
+func BenchmarkHotPath_Turn16Typed(b *testing.B) {
+	reg, _ := runtime.New(runtime.WithEvents(false))
+	defer reg.Close(context.Background())
+	def, err := runtime.NewTool("t", "trivial tool",
+		func(ctx context.Context, in struct {
+			X string `json:"x"`
+		}, rc *runtime.RunContext) (string, error) {
+			return "ok", nil
+		}, runtime.WithParallel())
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg.Global().Register(def)
+	s, _ := reg.NewScope("a")
+	ctx := context.Background()
+	calls := make([]runtime.TurnCall, 16)
+	for i := range calls {
+		calls[i] = runtime.TurnCall{ID: "c", Name: "t", ArgumentsText: `{"x":"a"}`}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.ExecuteTurn(ctx, calls, runtime.WithMaxParallel(16))
+	}
+}
+
+// BenchmarkHotPath_ExecuteFull: 1 pre-execute hook, 1 guard, 1
+// post-execute hook and 1 result observer, each a pass-through.
+func BenchmarkHotPath_ExecuteFull(b *testing.B) {
+	reg, _ := runtime.New()
+	defer reg.Close(context.Background())
+	reg.Global().Register(trivialDef("t"))
+	s, _ := reg.NewScope("a")
+	s.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+		return next()
+	})
+	s.Guard(func(_ context.Context, e runtime.Execution) (string, bool) { return "", false })
+	s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		return next()
+	})
+	s.OnResult(func(_ context.Context, e runtime.Execution, r *runtime.Result) error { return nil })
+	ctx := context.Background()
+	call := runtime.Call{ID: "1", Name: "t", Arguments: json.RawMessage(`{}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := s.Execute(ctx, call); r.IsError() {
+			b.Fatal(r.ErrorMessage())
+		}
+	}
+}
+
+// BenchmarkHotPath_MessagePath: a protobuf ExecuteRequest to a scope's PID
+// and its reply, from the actor system's root context.
+func BenchmarkHotPath_MessagePath(b *testing.B) {
+	reg, _ := runtime.New()
+	defer reg.Close(context.Background())
+	reg.Global().Register(trivialDef("t"))
+	s, _ := reg.NewScope("a")
+	root, pid := reg.ActorSystem().Root, s.PID()
+	req := &messages.ExecuteRequest{Call: &messages.Call{CallId: "1", Name: "t", ArgumentsJson: []byte(`{}`)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := root.RequestFuture(pid, req, 5*time.Second).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep, ok := res.(*messages.ExecuteReply); !ok || rep.GetResult().GetIsError() {
+			b.Fatalf("unexpected reply %v", res)
+		}
 	}
 }

@@ -186,7 +186,7 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 		if sup == nil {
 			return nil // torn down: R7 lets the call run unadmitted
 		}
-		switch sup.admitWait(s.ctx, parallel) {
+		switch sup.admitWait(s.cx(), parallel) {
 		case admitCancelled:
 			return abortedBeforeDispatch()
 		case admitGone:
@@ -239,7 +239,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 	select {
 	case <-w.ready:
 		return nil
-	case <-s.ctx.Done():
+	case <-s.cx().Done():
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

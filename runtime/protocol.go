@@ -29,10 +29,14 @@ func (h *messageHandler) viewNode() *core.Node {
 func (h *messageHandler) Handle(msg any) any {
 	switch m := msg.(type) {
 	case *messages.ExecuteRequest:
-		call := callFromProto(m.GetCall())
-		call.Agent = h.node.Key
-		res := h.reg.executeOn(context.Background(), h.viewNode(), call)
-		return &messages.ExecuteReply{CallId: call.ID, Result: res.Proto()}
+		c := m.GetCall()
+		call := Call{ID: c.GetCallId(), RootID: c.GetRootCallId(), Name: c.GetName(), Agent: h.node.Key}
+		// The argument bytes go to the snapshot as they are (no boxing
+		// as a json.RawMessage in Call.Arguments: one allocation less).
+		res := h.reg.executeArgs(context.Background(), h.viewNode(), nil, call, c.GetArgumentsJson())
+		rb := &executeReplyBlock{}
+		rb.reply.CallId, rb.reply.Result = call.ID, res.protoInto(&rb.res, rb.block[:0], rb.ptrs[:0])
+		return &rb.reply
 	case *messages.ExecutionModeRequest:
 		c := m.GetCall()
 		mode := h.reg.executionMode(h.viewNode(), c.GetName(), argsFromProto(c.GetArgumentsJson()))
@@ -74,15 +78,6 @@ func argsFromProto(b []byte) any {
 	return json.RawMessage(b)
 }
 
-func callFromProto(c *messages.Call) Call {
-	return Call{
-		ID:        c.GetCallId(),
-		RootID:    c.GetRootCallId(),
-		Name:      c.GetName(),
-		Arguments: argsFromProto(c.GetArgumentsJson()),
-	}
-}
-
 func modeProto(m Mode) messages.ExecutionMode {
 	if m == Parallel {
 		return messages.ModeParallel
@@ -90,9 +85,25 @@ func modeProto(m Mode) messages.ExecutionMode {
 	return messages.ModeExclusive
 }
 
+// executeReplyBlock is an ExecuteReply with its result and a single
+// content block, in one allocation.
+type executeReplyBlock struct {
+	reply messages.ExecuteReply
+	res   messages.Result
+	block [1]messages.ContentBlock
+	ptrs  [1]*messages.ContentBlock
+}
+
 // Proto converts the result to its protobuf form.
 func (r *Result) Proto() *messages.Result {
-	out := &messages.Result{IsError: r.isError, ConcludesTurn: r.concludes}
+	return r.protoInto(&messages.Result{}, nil, nil)
+}
+
+// protoInto fills out, a zero message, with the result; the content blocks
+// go in the room blocks and ptrs have (appended to: they come back with
+// length 0), and in new ones beyond it.
+func (r *Result) protoInto(out *messages.Result, blocks []messages.ContentBlock, ptrs []*messages.ContentBlock) *messages.Result {
+	out.IsError, out.ConcludesTurn = r.isError, r.concludes
 	if r.value != nil {
 		out.ValueJson = cloneBytes(r.value)
 	}
@@ -100,10 +111,19 @@ func (r *Result) Proto() *messages.Result {
 		out.MetaJson = cloneBytes(r.meta)
 	}
 	if len(r.content) > 0 {
-		out.Content = make([]*messages.ContentBlock, len(r.content))
-		for i, b := range r.content {
-			out.Content[i] = &messages.ContentBlock{Type: b.Type, Text: b.Text, DataJson: cloneBytes(b.Data)}
+		if cap(blocks) < len(r.content) {
+			blocks = make([]messages.ContentBlock, 0, len(r.content))
 		}
+		if cap(ptrs) < len(r.content) {
+			ptrs = make([]*messages.ContentBlock, 0, len(r.content))
+		}
+		blocks, ptrs = blocks[:len(r.content)], ptrs[:len(r.content)]
+		for i, b := range r.content {
+			cb := &blocks[i]
+			cb.Type, cb.Text, cb.DataJson = b.Type, b.Text, cloneBytes(b.Data)
+			ptrs[i] = cb
+		}
+		out.Content = ptrs
 	}
 	if r.isError {
 		out.Error = &messages.ToolError{Message: r.errMsg}

@@ -37,7 +37,7 @@ type supervisor struct {
 // supOp is one request: an admission (w), a kick (neither) or a turn.
 type supOp struct {
 	w     *admit.Waiter
-	start func() // a turn's go-ahead (actorsys.RunTurn)
+	ready *sync.WaitGroup // a turn's go-ahead (postTurn)
 }
 
 var wakeMsg = &actorsys.Wake{}
@@ -123,13 +123,10 @@ const (
 	admitGone                          // the supervisor is stopped (scope torn down): runs unadmitted, as R7 lets calls of a torn-down scope finish
 )
 
-// send hands a turn to the supervisor unless it is gone.
-func (sup *supervisor) send(msg any) bool {
-	rt, ok := msg.(*actorsys.RunTurn)
-	if !ok {
-		return false
-	}
-	return sup.post(supOp{start: rt.Start})
+// postTurn queues a turn's go-ahead, ready.Done, unless the supervisor is
+// gone.
+func (sup *supervisor) postTurn(ready *sync.WaitGroup) bool {
+	return sup.post(supOp{ready: ready})
 }
 
 // kick has the actor admit whoever fits now (a slot was given back outside
@@ -183,8 +180,8 @@ func (sup *supervisor) Step() {
 func (sup *supervisor) apply(ops []supOp) {
 	for _, op := range ops {
 		switch {
-		case op.start != nil:
-			op.start() // the turn's go-ahead; the turn runs on its caller's goroutine
+		case op.ready != nil:
+			op.ready.Done() // the turn's go-ahead; the turn runs on its caller's goroutine
 		case op.w != nil:
 			wake(sup.queue.Admit(op.w))
 		default:

@@ -361,16 +361,28 @@ func (td *toolDef) classifyExec(s *execState) Mode {
 			f = td.classifier
 		}
 	}
-	return callClassifier(f, s.args)
+	arg := s.argCopy // a copy made with others of its turn (turnRun.snapshot), for the first classification
+	if arg != nil {
+		s.argCopy = nil
+	} else {
+		arg = cloneBytes(s.args)
+	}
+	return classifyCopy(f, arg)
 }
 
 func callClassifier(f func(json.RawMessage) (bool, error), args []byte) (mode Mode) {
+	return classifyCopy(f, cloneBytes(args))
+}
+
+// classifyCopy runs the classifier on arg, a copy of the arguments that is
+// the classifier's to keep or change.
+func classifyCopy(f func(json.RawMessage) (bool, error), arg []byte) (mode Mode) {
 	defer func() {
 		if recover() != nil {
 			mode = Exclusive
 		}
 	}()
-	ok, err := f(cloneBytes(args))
+	ok, err := f(arg)
 	if err == nil && ok {
 		return Parallel
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/internal/jsonv"
 	"github.com/toolscope/toolscope/internal/sched"
@@ -120,34 +120,43 @@ func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnO
 	return s.reg.turnVia(ctx, s.viewNode(), s.node.Key, calls, o)
 }
 
-// turnVia hands the turn to the scope's supervisor as one message. The
-// supervisor admits it in arrival order and gives the go-ahead; the turn
-// then runs on the caller's goroutine and the dispatch workers (see
-// turnRun), so no goroutine sits idle waiting for the answer.
+// turnVia hands the turn to the scope's supervisor as one message when
+// admissions are queued. The supervisor takes it in arrival order and gives
+// the go-ahead; the turn then runs on the caller's goroutine and the
+// dispatch workers (see turnRun), so no goroutine sits idle waiting for the
+// answer.
 func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
 	if err := r.enterTurn(); err != nil {
 		return nil, err
 	}
 	o.parent, o.host = r.inferParent(ctx, o.parent) // a turn inside a body is nested in it
-	c := &callCtx{}
-	c.init(ctx, &r.life)
-	defer r.exit(c)
-	ctx = c
+	tr := r.newTurnRun(node, agent, calls, o)
+	tr.cctx.init(ctx, &r.life)
+	defer r.exit(&tr.cctx)
+	// The go-ahead orders the turn after the admissions asked for before
+	// it. With none queued or on its way (the gate says so) there is
+	// nothing to order against — the go-ahead would come at once — so the
+	// hop to the supervisor (two hand-offs) is skipped; the turn's
+	// dispatches still take the gate like any call.
+	if sh := r.admission(node); sh == nil || !sh.gate.Load().Queued() {
+		return tr.run(&tr.cctx)
+	}
 	if sup := r.supervisorOf(node); sup != nil {
-		ready := make(chan struct{})
-		if sup.send(&actorsys.RunTurn{Start: func() { close(ready) }}) {
-			// Bounded without the ctx: the supervisor only closes ready (no
+		tr.ready.Add(1)
+		if sup.postTurn(&tr.ready) {
+			// Bounded without the ctx: the supervisor only marks ready (no
 			// user code runs there) and is respawned if stopped; waiting on
 			// ctx.Done here would fuse every turn's ctx (allocations).
-			<-ready
+			tr.ready.Wait()
 		}
 	}
-	return r.runTurn(ctx, node, agent, calls, o)
+	return tr.run(&tr.cctx)
 }
 
 // turnCall is the turn's state for one call.
 type turnCall struct {
-	s        *execState
+	s        *execState // &es
+	es       execState
 	h        hooks
 	res      *Result // candidate result once prepared or dispatched
 	post     bool    // res still passes through post-execute
@@ -216,37 +225,64 @@ type turnRun struct {
 
 	driving  atomic.Bool
 	done     atomic.Pointer[turnCall] // finished dispatches not yet reported, newest first
-	finished chan struct{}            // closed once over is set
+	finished sync.WaitGroup           // done once over is set
+
+	// argBuf holds the calls' argument snapshots and classifier copies
+	// (snapshot, spare); only the driver appends to it.
+	argBuf []byte
+
+	// Allocated with the turn (one block, see newTurnRun).
+	result TurnResult
+	cctx   callCtx        // the turn's ctx under the registry's lifecycle (ExecuteTurn)
+	ready  sync.WaitGroup // the supervisor's go-ahead (turnVia)
 }
 
 // runTurn runs a turn on the calling goroutine (helped by the dispatch
 // workers) and returns its result.
 func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
-	t, err := sched.New(len(calls), o.maxParallel)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
-	}
-	ctx, span := r.startTurnSpan(ctx, agent, o.id, len(calls))
-	if span != nil {
-		defer span.End()
-	}
+	return r.newTurnRun(node, agent, calls, o).run(ctx)
+}
+
+// newTurnRun allocates a turn's state in a fixed number of blocks, whatever
+// the number of calls: the turn with its result and ctx, the per-call states
+// (each with its execution), the calls' first results, and the result's
+// two slices (the scheduler and the argument buffer add one each).
+func (r *Registry) newTurnRun(node *core.Node, agent string, calls []TurnCall, o turnOptions) *turnRun {
 	tr := &turnRun{
-		reg: r, ctx: ctx, node: node, agent: agent, calls: calls, o: o, t: t,
-		out:       &TurnResult{Results: make([]*Result, len(calls)), Events: make([]TurnEvent, 0, 2*len(calls))},
+		reg: r, node: node, agent: agent, calls: calls, o: o,
 		states:    make([]turnCall, len(calls)),
 		g:         turnGate{reg: r, node: node},
 		groupHead: -1,
-		finished:  make(chan struct{}),
 	}
-	execs := make([]execState, len(calls))
+	tr.out = &tr.result
+	tr.out.Results = make([]*Result, len(calls))
+	tr.out.Events = make([]TurnEvent, 0, 2*len(calls))
+	slots := make([]resultWithBlock, len(calls))
 	for i := range tr.states {
-		tr.states[i].s = &execs[i]
-		tr.states[i].tr = tr
-		tr.states[i].i = i
+		tc := &tr.states[i]
+		tc.s, tc.tr, tc.i = &tc.es, tr, i
+		tc.es.slot = &slots[i]
 	}
+	return tr
+}
+
+// run runs the turn under ctx and returns its result.
+func (tr *turnRun) run(ctx context.Context) (*TurnResult, error) {
+	r := tr.reg
+	t, err := sched.New(len(tr.calls), tr.o.maxParallel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	tr.t = t
+	ctx, span := r.startTurnSpan(ctx, tr.agent, tr.o.id, len(tr.calls))
+	if span != nil {
+		defer span.End()
+	}
+	tr.ctx = ctx
+	tr.finished.Add(1)
 	r.emitTurn(TurnStarted, tr, nil, nil)
 	tr.drive()
-	<-tr.finished
+	tr.finished.Wait()
 	if tr.err != nil {
 		// R98: no synthetic results; what was committed is returned with
 		// the failure. Commits follow model order, so they are a prefix.
@@ -369,7 +405,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 				tr.out.Contexts = nil
 			}
 			tr.over = true
-			close(tr.finished)
+			tr.finished.Done()
 			return nil
 		}
 	}
@@ -381,7 +417,7 @@ func (tr *turnRun) classify(i int) {
 	if first {
 		c := &tr.calls[i]
 		call := Call{ID: c.ID, Name: c.Name, Agent: tr.agent, Parent: tr.o.parent}
-		args, ok := turnArgs(c.ArgumentsText)
+		args, ok := tr.snapshot(c.ArgumentsText)
 		if !ok {
 			if json.Valid([]byte(c.ArgumentsText)) {
 				// Valid JSON that is not lossless (e.g. -0): parsed as
@@ -395,6 +431,7 @@ func (tr *turnRun) classify(i int) {
 		tc.s.host = tr.o.host
 		if ok {
 			tc.s.args = args // R91: parsed once, from the text
+			tc.s.argCopy = tr.spare(args)
 		} else {
 			tc.s.snapshotArgs(call.Arguments)
 		}
@@ -484,19 +521,47 @@ func (tr *turnRun) commit(i int) {
 // failure (R98), as a step the scheduler rejected would be.
 var testHookCommitted atomic.Pointer[func(call int) error]
 
-// turnArgs is R91's parse of argument text, done once: empty is {}; valid
+// snapshot is R91's parse of argument text, done once: empty is {}; valid
 // JSON is snapshotted straight from the text; ok=false means invalid JSON,
-// which the caller passes on as the raw string.
-func turnArgs(text string) (args []byte, ok bool) {
+// which the caller passes on as the raw string. The snapshots of a turn
+// share the turn's argument buffer (spare).
+func (tr *turnRun) snapshot(text string) (args []byte, ok bool) {
 	if len(text) == 0 {
-		return []byte("{}"), true
+		return tr.spare([]byte("{}")), true
+	}
+	if tr.argBuf == nil {
+		tr.argBuf = make([]byte, 0, tr.argBufSize())
 	}
 	// Read in place: the snapshot copies and never keeps or changes it.
-	b, err := jsonv.AppendCanonical(nil, unsafe.Slice(unsafe.StringData(text), len(text)))
+	start := len(tr.argBuf)
+	b, err := jsonv.AppendCanonical(tr.argBuf, unsafe.Slice(unsafe.StringData(text), len(text)))
 	if err != nil {
 		return nil, false
 	}
-	return b, true
+	tr.argBuf = b
+	return b[start:len(b):len(b)], true
+}
+
+// spare returns a copy of b carved from the turn's argument buffer: its
+// capacity ends at its length, so no append through it reaches another
+// copy, and nothing else ever writes it. The buffer is sized for a snapshot
+// and a classifier copy of every call's text; a longer canonical form (or
+// reclassification) just spills into a new buffer.
+func (tr *turnRun) spare(b []byte) []byte {
+	if tr.argBuf == nil {
+		tr.argBuf = make([]byte, 0, tr.argBufSize())
+	}
+	start := len(tr.argBuf)
+	tr.argBuf = append(tr.argBuf, b...)
+	return tr.argBuf[start:len(tr.argBuf):len(tr.argBuf)]
+}
+
+func (tr *turnRun) argBufSize() int {
+	n := 0
+	for i := range tr.calls {
+		n += 2 * max(len(tr.calls[i].ArgumentsText), 2)
+	}
+	return n
 }
 
 func schedMode(m Mode) sched.Mode {

@@ -8,7 +8,7 @@
 // for), so nothing sent to a scope's PID can wedge it.
 //
 // It also holds the supervisor actor shell (supervisor.go): one per scope,
-// spawned on first contention or turn. It decides admission (internal/admit)
+// spawned on first contention. It decides admission (internal/admit)
 // — parallel calls overlap, an exclusive call runs alone, first come first
 // served — and gives each turn its go-ahead. Its queue and pending requests
 // live with its host (SupervisorHost); a Wake message only tells it to

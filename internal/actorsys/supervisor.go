@@ -47,12 +47,3 @@ func (a *supervisorActor) Receive(ctx actor.Context) {
 		a.host.Stopped()
 	}
 }
-
-// RunTurn hands a whole model turn to a supervisor: one request per turn.
-// The supervisor takes turns in arrival order, interleaved with the
-// admissions it orders, and calls Start for each. Start must not block and
-// runs no user code: it gives the turn's own goroutine the go-ahead (the
-// turn runs user code, so it never runs inside Receive).
-type RunTurn struct {
-	Start func()
-}

@@ -80,6 +80,10 @@ func encodeTop(v any, tree bool) ([]byte, error) {
 			return out, nil
 		}
 	}
+	if str, ok := v.(string); ok {
+		// A string needs no encoder: quoted into a buffer of its own.
+		return appendQuoted(make([]byte, 0, len(str)+2), str), nil
+	}
 	e := encoderPool.Get().(*encoder)
 	e.reset(tree)
 	err := e.encode(v, 0)
