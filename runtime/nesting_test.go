@@ -325,8 +325,11 @@ func TestNested_R86_ExclusiveUnderParallelWaitsForSiblings(t *testing.T) {
 	<-siblingIn
 	p := nestGo(s, context.Background(), runtime.Call{ID: "p", Name: "p"})
 	<-xAsked
+	// x waits (nested); only then is late sent, or it could be admitted
+	// beside the parallel calls before x asks.
+	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 })
 	late := nestGo(s, context.Background(), runtime.Call{ID: "late", Name: "late"})
-	// x waits (nested), and late waits behind it (not nested).
+	// late waits behind x (not nested).
 	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 && runtime.QueuedForTest(reg) == 1 })
 	select {
 	case <-p:
