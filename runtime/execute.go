@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/internal/jsonv"
 )
@@ -66,7 +64,7 @@ type execState struct {
 	startedSent bool
 	events      bool            // someone listened on the event stream at entry: publish both events (events.go)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
-	span        trace.Span      // the execution's span, when tracing (trace.go)
+	span        *execSpan       // the execution's span and its stages, when tracing (trace.go)
 }
 
 // Execute runs one call in the scope's view through the whole pipeline
@@ -212,8 +210,14 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 	if s.ctx.Err() != nil {
 		return abortedBeforeDispatch(), false
 	}
+	if s.span != nil {
+		s.spanGate()
+	}
 	ex := Execution{s}
 	dec, err := runPre(ex, h.pre)
+	if s.span != nil {
+		s.spanPre(len(h.pre), dec, err)
+	}
 	if err != nil {
 		return failureFrom(err), false
 	}
@@ -222,6 +226,9 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		return s.deny(dec.Reason), true
 	case DecisionAsk:
 		res, post, allowed := r.approve(s, dec)
+		if s.span != nil {
+			s.spanApproval()
+		}
 		if !allowed {
 			return res, post
 		}
@@ -230,6 +237,9 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		return failureFromMessage(fmt.Sprintf("tools/pre-execute returned an unknown decision %d", dec.Kind), nil), false
 	}
 	reason, denied, err := r.evalGuards(s)
+	if s.span != nil {
+		s.spanGuards(denied)
+	}
 	if err != nil {
 		return failureFrom(err), false
 	}
@@ -329,7 +339,8 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 		defer r.releaseAdmission(s)
 	}
 	if s.span != nil {
-		s.spanAdmitted()
+		s.spanDispatching()
+		defer s.spanDispatched(len(h.around))
 	}
 	r.emitStarted(s)
 	if s.startedSent {
@@ -533,7 +544,13 @@ func (r *Registry) complete(s *execState, h hooks, res *Result) *Result {
 }
 
 func (r *Registry) postAndRecheck(s *execState, h hooks, res *Result) *Result {
+	if s.span != nil {
+		s.spanPostStart()
+	}
 	res = r.runPost(s, h, res)
+	if s.span != nil {
+		s.spanPost(len(h.post))
+	}
 	return r.recheck(s, res)
 }
 
@@ -648,6 +665,7 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 		r.metrics.recordCall(context.Background(), s, res)
 	}
 	if s.span != nil {
+		s.spanObserversStart(len(h.result))
 		defer s.endSpan(res) // after the observers: the span covers the whole call
 	}
 	ex := Execution{s}
