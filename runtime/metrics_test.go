@@ -4,7 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,4 +97,49 @@ func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 		byOutcome[o.AsString()] += dp.Value
 	}
 	assert.Equal(t, int64(1), byOutcome["CLOSED"])
+}
+
+// A scrape of the Prometheus exporter's handler, after real calls, has the
+// series: durations by tool and outcome, admission waits, the in-flight and
+// queued gauges, and the failures by outcome (issue 14, item 3).
+func TestMetrics_PrometheusScrape(t *testing.T) {
+	promReg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(promReg))
+	require.NoError(t, err)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	defer mp.Shutdown(context.Background())
+	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	g := reg.Global()
+	r3M(g.Register(r3Const("ok", "x")))
+	r3M(g.Register(r3Tool("bad", func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return nil, errors.New("boom")
+	})))
+	for range 2 {
+		require.False(t, g.Execute(context.Background(), runtime.Call{ID: "a", Name: "ok"}).IsError())
+	}
+	g.Execute(context.Background(), runtime.Call{ID: "b", Name: "bad"})
+	g.Execute(context.Background(), runtime.Call{ID: "c", Name: "ghost"})
+
+	srv := httptest.NewServer(promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	text := string(body)
+	for _, want := range []string{
+		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="ok",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="ok"} 2`,
+		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="bad",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="tool_error"} 1`,
+		`gen_ai_execute_tool_duration_seconds_bucket{gen_ai_tool_name="ghost"`,
+		`toolscope_admission_wait_seconds_count{gen_ai_tool_name="ok"`,
+		`toolscope_calls_in_flight{`,
+		`toolscope_calls_queued{`,
+		`toolscope_calls_failed_total{otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="tool_error"} 1`,
+		`toolscope_calls_failed_total{otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="UNKNOWN_TOOL"} 1`,
+	} {
+		assert.Contains(t, text, want)
+	}
+	assert.NotContains(t, text, "call_id", "no per-call labels")
 }
