@@ -143,3 +143,21 @@ func TestMetrics_PrometheusScrape(t *testing.T) {
 	}
 	assert.NotContains(t, text, "call_id", "no per-call labels")
 }
+
+// The histograms' buckets are in seconds, not the SDK's millisecond-sized
+// default.
+func TestMetrics_SecondsBuckets(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	r3M(reg.Global().Register(r3Const("ok", "x")))
+	reg.Global().Execute(context.Background(), runtime.Call{ID: "a", Name: "ok"})
+	ms := collect(t, reader)
+	for _, name := range []string{"gen_ai.execute_tool.duration", "toolscope.admission.wait"} {
+		h := ms[name].Data.(metricdata.Histogram[float64])
+		require.NotEmpty(t, h.DataPoints, name)
+		b := h.DataPoints[0].Bounds
+		assert.Less(t, b[0], 0.01, "%s: sub-10ms calls get a bucket", name)
+		assert.GreaterOrEqual(t, b[len(b)-1], 30.0, "%s", name)
+	}
+}
