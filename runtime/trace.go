@@ -70,7 +70,10 @@ func (r *Registry) startSpan(ctx context.Context, s *execState, callID, name str
 			attribute.String("gen_ai.tool.name", name),
 			attribute.String("gen_ai.tool.call.id", callID),
 		))
-	s.span = &execSpan{Span: span, mark: time.Now().UnixNano()}
+	s.span = &execSpan{Span: span, recording: span.IsRecording()}
+	if s.span.recording {
+		s.span.mark = time.Now().UnixNano()
+	}
 	return ctx
 }
 
@@ -80,6 +83,10 @@ type execSpan struct {
 	mark      int64 // unix nanos: when the current stage began
 	admitted  bool  // the "admitted" event was added
 	observers int   // the result observers finish runs
+	// recording is false for a span that records nothing (e.g. not
+	// sampled): it is kept in the ctx for propagation and ended, and the
+	// stages add nothing to it.
+	recording bool
 }
 
 // Attribute keys of the stage events.
@@ -95,19 +102,25 @@ const (
 // stage adds the event of the stage that began at sp.mark and ends now,
 // and starts the next one.
 func (sp *execSpan) stage(name string, extra ...attribute.KeyValue) {
-	now := time.Now()
-	ns := now.UnixNano()
+	ns := time.Now().UnixNano()
 	attrs := append(make([]attribute.KeyValue, 0, 1+len(extra)), attrStageDuration.Float64(float64(ns-sp.mark)/1e9))
-	sp.AddEvent(name, trace.WithTimestamp(now), trace.WithAttributes(append(attrs, extra...)...))
+	sp.AddEvent(name, trace.WithAttributes(append(attrs, extra...)...))
 	sp.mark = ns
 }
 
 // spanGate marks the start of the gate stages (a turn's call reaches them
 // when it is prepared, maybe well after entry).
-func (s *execState) spanGate() { s.span.mark = time.Now().UnixNano() }
+func (s *execState) spanGate() {
+	if s.span.recording {
+		s.span.mark = time.Now().UnixNano()
+	}
+}
 
 // spanPre records the pre-execute stage: n hooks, their decision.
 func (s *execState) spanPre(n int, dec Decision, err error) {
+	if !s.span.recording {
+		return
+	}
 	d := "error"
 	if err == nil {
 		switch dec.Kind {
@@ -125,14 +138,25 @@ func (s *execState) spanPre(n int, dec Decision, err error) {
 }
 
 // spanApproval records the approver's resolution of an Ask.
-func (s *execState) spanApproval() { s.span.stage("approval") }
+func (s *execState) spanApproval() {
+	if s.span.recording {
+		s.span.stage("approval")
+	}
+}
 
 // spanGuards records the guards stage.
-func (s *execState) spanGuards(denied bool) { s.span.stage("guards", attrDenied.Bool(denied)) }
+func (s *execState) spanGuards(denied bool) {
+	if s.span.recording {
+		s.span.stage("guards", attrDenied.Bool(denied))
+	}
+}
 
 // spanDispatching starts the dispatch stage: it adds "admitted" unless the
 // admission was already recorded (a turn admits at prepare, turnGate).
 func (s *execState) spanDispatching() {
+	if !s.span.recording {
+		return
+	}
 	if !s.span.admitted {
 		s.spanAdmitted()
 	}
@@ -141,25 +165,39 @@ func (s *execState) spanDispatching() {
 
 // spanDispatched records the dispatch stage: around hooks and body.
 func (s *execState) spanDispatched(around int) {
+	if !s.span.recording {
+		return
+	}
 	s.span.stage("dispatch", attrHooks.Int(around), attrBodyInvoked.Bool(s.bodyInvoked.Load()))
 }
 
 // spanPostStart and spanPost bracket the post-execute stage (a turn's
 // call runs it at commit, in model order).
-func (s *execState) spanPostStart() { s.span.mark = time.Now().UnixNano() }
+func (s *execState) spanPostStart() {
+	if s.span.recording {
+		s.span.mark = time.Now().UnixNano()
+	}
+}
 
-func (s *execState) spanPost(n int) { s.span.stage("post_execute", attrHooks.Int(n)) }
+func (s *execState) spanPost(n int) {
+	if s.span.recording {
+		s.span.stage("post_execute", attrHooks.Int(n))
+	}
+}
 
 // spanObserversStart marks the start of the observers; endSpan records
 // them.
 func (s *execState) spanObserversStart(n int) {
+	if !s.span.recording {
+		return
+	}
 	s.span.mark = time.Now().UnixNano()
 	s.span.observers = n
 }
 
 // spanResolved adds what entry resolved (the tool's description).
 func (s *execState) spanResolved() {
-	if s.span == nil {
+	if !s.span.recording {
 		return
 	}
 	if s.chainTool != nil && s.chainTool.def.Description != "" {
@@ -171,16 +209,22 @@ func (s *execState) spanResolved() {
 // waited for it (since the gate stages ended).
 func (s *execState) spanAdmitted() {
 	sp := s.span
-	now := time.Now()
-	sp.AddEvent("admitted", trace.WithTimestamp(now),
-		trace.WithAttributes(attrAdmissionWait.Float64(float64(now.UnixNano()-sp.mark)/1e9)))
-	sp.mark = now.UnixNano()
+	if !sp.recording {
+		return
+	}
+	ns := time.Now().UnixNano()
+	sp.AddEvent("admitted", trace.WithAttributes(attrAdmissionWait.Float64(float64(ns-sp.mark)/1e9)))
+	sp.mark = ns
 	sp.admitted = true
 }
 
 // endSpan records the observers and ends s's span with res.
 func (s *execState) endSpan(res *Result) {
 	span := s.span
+	if !span.recording {
+		span.End()
+		return
+	}
 	span.stage("observers", attrHooks.Int(span.observers))
 	if s.classified {
 		span.SetAttributes(attribute.String("toolscope.mode", s.mode.String()))
