@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -160,4 +164,51 @@ func TestMetrics_SecondsBuckets(t *testing.T) {
 		assert.Less(t, b[0], 0.01, "%s: sub-10ms calls get a bucket", name)
 		assert.GreaterOrEqual(t, b[len(b)-1], 30.0, "%s", name)
 	}
+}
+
+// ExampleWithMeterProvider reads the registry's metrics with the SDK's
+// manual reader.
+func ExampleWithMeterProvider() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reg, err := runtime.New(runtime.WithMeterProvider(mp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	if _, err := reg.Global().Register(exampleTool("search")); err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range []string{"search", "search", "fetch"} {
+		reg.Global().Execute(context.Background(), runtime.Call{ID: "c", Name: name, Arguments: json.RawMessage(`{}`)})
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		switch d := m.Data.(type) {
+		case metricdata.Histogram[float64]:
+			if m.Name != "gen_ai.execute_tool.duration" {
+				continue
+			}
+			var lines []string
+			for _, dp := range d.DataPoints {
+				tool, _ := dp.Attributes.Value("gen_ai.tool.name")
+				outcome, _ := dp.Attributes.Value("toolscope.outcome")
+				lines = append(lines, fmt.Sprintf("%s %s/%s: %d calls", m.Name, tool.AsString(), outcome.AsString(), dp.Count))
+			}
+			sort.Strings(lines)
+			fmt.Println(strings.Join(lines, "\n"))
+		case metricdata.Sum[int64]:
+			for _, dp := range d.DataPoints {
+				outcome, _ := dp.Attributes.Value("toolscope.outcome")
+				fmt.Printf("%s %s: %d\n", m.Name, outcome.AsString(), dp.Value)
+			}
+		}
+	}
+	// Output:
+	// gen_ai.execute_tool.duration fetch/UNKNOWN_TOOL: 1 calls
+	// gen_ai.execute_tool.duration search/ok: 2 calls
+	// toolscope.calls.failed UNKNOWN_TOOL: 1
 }

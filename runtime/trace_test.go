@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -240,4 +242,48 @@ func TestTrace_StageEventsHooksAndAdmissionWait(t *testing.T) {
 	slowDispatch, _ := stageEvent(t, byCall["slow"], "dispatch")
 	assert.False(t, admitted.Time.Before(slowDispatch.Time), "quick is admitted after slow's dispatch ended")
 	assert.Greater(t, adm["toolscope.admission.wait"].AsFloat64(), 0.0, "quick waited for admission")
+}
+
+// ExampleWithTracerProvider records a turn's spans with the SDK's in-memory
+// exporter: the turn's span is the parent of one span per call, and each
+// call's stages are span events.
+func ExampleWithTracerProvider() {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	reg, err := runtime.New(runtime.WithTracerProvider(tp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	if _, err := reg.Global().Register(exampleTool("search")); err != nil {
+		log.Fatal(err)
+	}
+	s, err := reg.NewScope("agent")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "c1", Name: "search"}, {ID: "c2", Name: "fetch"}}); err != nil {
+		log.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	names := map[trace.SpanID]string{}
+	for _, sp := range spans {
+		names[sp.SpanContext.SpanID()] = sp.Name
+	}
+	for _, sp := range spans {
+		var stages, errType []string
+		for _, e := range sp.Events {
+			stages = append(stages, e.Name)
+		}
+		for _, kv := range sp.Attributes {
+			if kv.Key == "error.type" {
+				errType = append(errType, kv.Value.AsString())
+			}
+		}
+		fmt.Printf("%s (parent %q) %v %v\n", sp.Name, names[sp.Parent.SpanID()], errType, stages)
+	}
+	// Output:
+	// execute_tool search (parent "execute_turn") [] [pre_execute guards admitted dispatch post_execute observers]
+	// execute_tool fetch (parent "execute_turn") [UNKNOWN_TOOL] [pre_execute guards admitted dispatch post_execute observers]
+	// execute_turn (parent "") [] []
 }
