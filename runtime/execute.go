@@ -188,6 +188,9 @@ func (r *Registry) pipeline(s *execState, h hooks, g gate) *Result {
 	res, post := r.gate(s, h)
 	if res == nil {
 		out, final := r.dispatch(s, h, g)
+		if s.span != nil {
+			s.spanDispatched(len(h.around))
+		}
 		if final {
 			return out
 		}
@@ -340,7 +343,6 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	}
 	if s.span != nil {
 		s.spanDispatching()
-		defer s.spanDispatched(len(h.around))
 	}
 	r.emitStarted(s)
 	if s.startedSent {

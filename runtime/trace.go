@@ -80,9 +80,11 @@ func (r *Registry) startSpan(ctx context.Context, s *execState, callID, name str
 // execSpan is an execution's span and the tracing state of its stages.
 type execSpan struct {
 	trace.Span
-	mark      int64 // unix nanos: when the current stage began
-	admitted  bool  // the "admitted" event was added
-	observers int   // the result observers finish runs
+	mark     int64 // unix nanos: when the current stage began
+	admitted bool  // the "admitted" event was added
+	// dispatching is set while around hooks and body run.
+	dispatching bool
+	observers   int // the result observers finish runs
 	// recording is false for a span that records nothing (e.g. not
 	// sampled): it is kept in the ctx for propagation and ended, and the
 	// stages add nothing to it.
@@ -161,13 +163,17 @@ func (s *execState) spanDispatching() {
 		s.spanAdmitted()
 	}
 	s.span.mark = time.Now().UnixNano()
+	s.span.dispatching = true
 }
 
 // spanDispatched records the dispatch stage: around hooks and body.
+// It is called after dispatch returns, whether or not it dispatched (a
+// refused admission did not).
 func (s *execState) spanDispatched(around int) {
-	if !s.span.recording {
+	if !s.span.recording || !s.span.dispatching {
 		return
 	}
+	s.span.dispatching = false
 	s.span.stage("dispatch", attrHooks.Int(around), attrBodyInvoked.Bool(s.bodyInvoked.Load()))
 }
 
