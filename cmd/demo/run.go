@@ -376,7 +376,7 @@ func (t *telemetry) report(ctx context.Context, cfg config, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("-trace: %w", err)
 		}
-		fmt.Fprintf(w, "\ntraces: %d spans in %s (OTLP JSON; load it in Jaeger UI: Search → Upload → JSON File, or POST it to an OTLP/HTTP collector's /v1/traces)\n", t.spans(), t.TraceFile)
+		fmt.Fprintf(w, "\ntraces: %d spans in %s (OTLP JSON; load it in Jaeger UI: Search page, the JSON File tab; or POST it to an OTLP/HTTP collector's /v1/traces)\n", t.spans(), t.TraceFile)
 	}
 	if t.MetricsURL == "" {
 		return nil
