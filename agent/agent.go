@@ -117,9 +117,9 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 		out.Stop = Failed
 		return out, fmt.Errorf("%w: max steps %d, want at least 1", ErrInvalidOption, o.maxSteps)
 	}
-	if scope == nil || model == nil {
+	if ctx == nil || scope == nil || model == nil {
 		out.Stop = Failed
-		return out, fmt.Errorf("%w: Run needs a scope and a model", ErrInvalidOption)
+		return out, fmt.Errorf("%w: Run needs a ctx, a scope and a model", ErrInvalidOption)
 	}
 	for {
 		if ctx.Err() != nil {

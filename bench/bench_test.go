@@ -5,7 +5,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +36,22 @@ func benchExecute(b *testing.B, o worldOpts) {
 	reportCalls(b, 1)
 }
 
-func BenchmarkExecuteBare(b *testing.B)         { benchExecute(b, worldOpts{}) }
+func BenchmarkExecuteBare(b *testing.B) { benchExecute(b, worldOpts{}) }
+
+// BenchmarkExecuteRaw: the no-decode tool (rawTool), the counterpart of
+// BenchmarkEinoToolsNodeRaw1.
+func BenchmarkExecuteRaw(b *testing.B) {
+	w := newWorld(worldOpts{})
+	defer w.close()
+	ctx := context.Background()
+	execRaw(ctx, w.agent)
+	b.ReportAllocs()
+	for b.Loop() {
+		execRaw(ctx, w.agent)
+	}
+	reportCalls(b, 1)
+}
+
 func BenchmarkExecuteBareNoEvents(b *testing.B) { benchExecute(b, worldOpts{noEvents: true}) }
 func BenchmarkExecuteFull(b *testing.B)         { benchExecute(b, worldOpts{full: true}) }
 
@@ -76,6 +95,20 @@ func BenchmarkTurn16(b *testing.B) {
 	defer w.close()
 	ctx := context.Background()
 	calls := turnCalls(16, "t")
+	b.ReportAllocs()
+	for b.Loop() {
+		execTurn(ctx, w.agent, calls, ts.WithMaxParallel(16))
+	}
+	reportCalls(b, 16)
+}
+
+// BenchmarkTurnRaw16: 16 parallel calls of the no-decode tool, the
+// counterpart of BenchmarkEinoToolsNodeRaw16.
+func BenchmarkTurnRaw16(b *testing.B) {
+	w := newWorld(worldOpts{})
+	defer w.close()
+	ctx := context.Background()
+	calls := turnCalls(16, "r")
 	b.ReportAllocs()
 	for b.Loop() {
 		execTurn(ctx, w.agent, calls, ts.WithMaxParallel(16))
@@ -251,6 +284,28 @@ func BenchmarkEinoToolsNode16(b *testing.B) {
 	reportCalls(b, 16)
 }
 
+func BenchmarkEinoToolsNodeRaw1(b *testing.B)  { benchEino(b, newEinoRaw, false) }
+func BenchmarkEinoToolsNodeRaw16(b *testing.B) { benchEino(b, newEinoRaw, true) }
+
+// BenchmarkEinoToolsNodeFull1: the typed tool behind four pass-through
+// middlewares, eino's counterpart of BenchmarkExecuteFull.
+func BenchmarkEinoToolsNodeFull1(b *testing.B) { benchEino(b, newEinoFull, false) }
+
+func benchEino(b *testing.B, mk func(context.Context) *einoNode, many bool) {
+	ctx := context.Background()
+	e := mk(ctx)
+	m, calls := e.one, 1
+	if many {
+		m, calls = e.many, 16
+	}
+	e.call(ctx, m)
+	b.ReportAllocs()
+	for b.Loop() {
+		e.call(ctx, m)
+	}
+	reportCalls(b, calls)
+}
+
 func BenchmarkMCPGoToolsCall(b *testing.B) {
 	ctx := context.Background()
 	m := newMCP()
@@ -260,4 +315,127 @@ func BenchmarkMCPGoToolsCall(b *testing.B) {
 		m.call(ctx)
 	}
 	reportCalls(b, 1)
+}
+
+// --- throughput and scale ---------------------------------------------------
+
+// BenchmarkCallers: n goroutines share b.N typed Execute calls, all on one
+// scope or each on its own scope; calls/s is the figure.
+func BenchmarkCallers(b *testing.B) {
+	for _, shape := range []string{"one_scope", "scopes"} {
+		for _, n := range callerCounts {
+			b.Run(fmt.Sprintf("%s/callers=%d", shape, n), func(b *testing.B) {
+				w := newWorld(worldOpts{})
+				defer w.close()
+				scopes := []*ts.Scope{w.agent}
+				if shape == "scopes" {
+					scopes = make([]*ts.Scope, n)
+					for i := range scopes {
+						scopes[i] = must(w.reg.NewScope(fmt.Sprintf("c%d", i)))
+					}
+				}
+				ctx := context.Background()
+				execOnce(ctx, w.agent)
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						s := scopes[i%len(scopes)]
+						for next.Add(1) <= int64(b.N) {
+							execOnce(ctx, s)
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				reportCalls(b, 1)
+			})
+		}
+	}
+}
+
+// BenchmarkScaleTools and BenchmarkScaleIdleScopes run at 10,000 by
+// default, so that CI's single-iteration run (-benchtime 1x) stays short
+// while registration is superlinear (100,000 tools take 15–70 s on the
+// shared 2-core machine today); -scale runs them at 100,000 and -big at
+// 100,000 and 1,000,000 (go test -run '^$' -bench Scale -benchtime 1x
+// -big). The load generator (go run .) runs 100,000 always and 1,000,000
+// with its own -big.
+var (
+	scaleFlag = flag.Bool("scale", false, "BenchmarkScale*: 100,000 tools and scopes instead of 10,000")
+	bigScale  = flag.Bool("big", false, "BenchmarkScale*: 100,000 and 1,000,000 tools and scopes")
+)
+
+func scaleSizes() []int {
+	switch {
+	case *bigScale:
+		return []int{100_000, 1_000_000}
+	case *scaleFlag:
+		return []int{100_000}
+	}
+	return []int{10_000}
+}
+
+// BenchmarkScaleTools registers n typed tools (ns/tool), then measures
+// Execute and Get with n tools; compare with BenchmarkExecuteTools/n=1
+// and BenchmarkReadsChain3 (the load generator interleaves the two).
+func BenchmarkScaleTools(b *testing.B) {
+	for _, n := range scaleSizes() {
+		w := newWorld(worldOpts{})
+		start := time.Now()
+		fr := fillTools(w, n, time.Hour, "bench")
+		perTool := float64(time.Since(start).Nanoseconds()) / float64(fr.reached)
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("Execute/n=%s", sizeName(n)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				execOnce(ctx, w.agent)
+			}
+			reportCalls(b, 1)
+			b.ReportMetric(perTool, "register-ns/tool") // after the loop, which resets metrics
+		})
+		b.Run(fmt.Sprintf("Get/n=%s", sizeName(n)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := w.agent.Get("t"); !ok {
+					b.Fatal("t not found")
+				}
+			}
+			reportCalls(b, 1)
+		})
+		w.close()
+	}
+}
+
+// BenchmarkScaleIdleScopes creates n idle scopes with one restriction each
+// and reports the heap per scope after GC, then closes the registry and
+// reports Close's time per scope.
+func BenchmarkScaleIdleScopes(b *testing.B) {
+	for _, n := range scaleSizes() {
+		b.Run(fmt.Sprintf("n=%s", sizeName(n)), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				w := newWorld(worldOpts{})
+				before := heapNow()
+				b.StartTimer()
+				scopes := make([]*ts.Scope, n)
+				for i := range scopes {
+					scopes[i] = must(w.reg.NewScope(fmt.Sprintf("idle-%d", i)))
+					must(scopes[i].Restrict(ts.Restriction{Allow: []string{"t"}}))
+				}
+				b.StopTimer()
+				after := heapNow()
+				runtime.KeepAlive(scopes)
+				start := time.Now()
+				check(w.reg.Close(context.Background()))
+				b.ReportMetric(float64(after-before)/float64(n), "heap-B/scope")
+				b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(n), "close-ns/scope")
+				b.StartTimer()
+			}
+		})
+	}
 }

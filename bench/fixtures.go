@@ -80,6 +80,34 @@ func sleepTool(name string, d time.Duration) runtime.Definition {
 		}, runtime.WithParallel()))
 }
 
+// okJSON is the raw tools' result: the JSON text "ok", already encoded.
+var okJSON = json.RawMessage(`"ok"`)
+
+// okBlocks is the raw tools' content.
+var okBlocks = []runtime.Block{runtime.Text("ok")}
+
+// rawTool is toolscope's no-decode tool, the counterpart of einoRawTool: a
+// Definition whose Execute takes the argument snapshot as json.RawMessage
+// and never decodes it, returning the pre-encoded JSON string "ok";
+// parallel-classified. What toolscope still does for it is its contract:
+// canonicalise the arguments, check the result against the output schema
+// {"type":"string"} and render it (to a shared block slice).
+func rawTool(name string) runtime.Definition {
+	return runtime.Definition{
+		Name:        name,
+		Description: "trivial tool, arguments not decoded",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`),
+		Output: &runtime.Output{
+			Schema: json.RawMessage(`{"type":"string"}`),
+			Render: func(_, _ json.RawMessage) ([]runtime.Block, error) { return okBlocks, nil },
+		},
+		Execute: func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
+			return okJSON, nil
+		},
+		IsConcurrencySafe: func(json.RawMessage) (bool, error) { return true, nil },
+	}
+}
+
 // world is one toolscope registry with its agent scopes.
 type world struct {
 	reg   *runtime.Registry
@@ -91,7 +119,7 @@ type worldOpts struct {
 	extraTools int  // filler global tools besides "t"
 	full       bool // 1 pre-execute hook, 1 guard, 1 post-execute hook, 1 observer on the agent
 	depth      int  // scope chain depth (default 1)
-	restrict   bool // restrict the agent to {"t", "x", "sleep"}
+	restrict   bool // restrict the agent to {"t", "x", "sleep", "r"}
 	noEvents   bool
 }
 
@@ -105,6 +133,7 @@ func newWorld(o worldOpts) *world {
 	must(g.Register(trivialTool("t")))
 	must(g.Register(exclusiveTool("x")))
 	must(g.Register(sleepTool("sleep", time.Millisecond)))
+	must(g.Register(rawTool("r")))
 	registerFillers(reg, o.extraTools)
 	w := &world{reg: reg}
 	depth := max(o.depth, 1)
@@ -116,7 +145,7 @@ func newWorld(o worldOpts) *world {
 	}
 	w.agent = s
 	if o.restrict {
-		must(s.Restrict(runtime.Restriction{Allow: []string{"t", "x", "sleep"}}))
+		must(s.Restrict(runtime.Restriction{Allow: []string{"t", "x", "sleep", "r"}}))
 	}
 	if o.full {
 		addFullPipeline(s)
@@ -146,11 +175,19 @@ func addFullPipeline(s *runtime.Scope) {
 
 func (w *world) close() { _ = w.reg.Close(context.Background()) }
 
-var trivialCall = runtime.Call{ID: "c1", Name: "t", Arguments: trivialRaw}
+var (
+	trivialCall = runtime.Call{ID: "c1", Name: "t", Arguments: trivialRaw}
+	rawCall     = runtime.Call{ID: "c1", Name: "r", Arguments: trivialRaw}
+)
 
-// execOnce runs one trivial call and panics on a failure result.
-func execOnce(ctx context.Context, s *runtime.Scope) {
-	if r := s.Execute(ctx, trivialCall); r.IsError() {
+// execOnce runs one trivial typed call and panics on a failure result.
+func execOnce(ctx context.Context, s *runtime.Scope) { execCall(ctx, s, trivialCall) }
+
+// execRaw runs one call of the no-decode tool "r".
+func execRaw(ctx context.Context, s *runtime.Scope) { execCall(ctx, s, rawCall) }
+
+func execCall(ctx context.Context, s *runtime.Scope, c runtime.Call) {
+	if r := s.Execute(ctx, c); r.IsError() {
 		panic("toolscope execute: " + r.ErrorMessage())
 	}
 }
@@ -311,26 +348,105 @@ func (e *echo) close() { e.sys.Shutdown() }
 
 // --- cloudwego/eino -------------------------------------------------------
 
+// einoNode is an eino ToolsNode with one tool and the messages that call
+// it once and 16 times. Invoke runs a message's calls in parallel (eino's
+// default): the first on the caller, each other on a fresh goroutine, then
+// a WaitGroup; every result becomes a schema.ToolMessage.
 type einoNode struct {
 	node *compose.ToolsNode
 	one  *schema.Message
 	many *schema.Message
 }
 
+// newEino is the typed eino tool (utils.InferTool over trivialIn): eino
+// decodes {"x":"a"} into trivialIn with sonic and encodes the "ok" result,
+// like runtime.NewTool does with its own decoder.
 func newEino(ctx context.Context) *einoNode {
 	t := must(toolutils.InferTool("t", "trivial tool", func(ctx context.Context, in trivialIn) (string, error) {
 		return "ok", nil
 	}))
-	node := must(compose.NewToolNode(ctx, &compose.ToolsNodeConfig{Tools: []tool.BaseTool{t}}))
+	return newEinoNode(ctx, t, "t", nil)
+}
+
+// newEinoRaw is eino's no-decode tool (einoRawTool), the counterpart of
+// rawTool: the argument string is handed over and never parsed.
+func newEinoRaw(ctx context.Context) *einoNode {
+	return newEinoNode(ctx, einoRawTool{}, "r", nil)
+}
+
+// newEinoFull is the typed eino tool behind four pass-through
+// ToolCallMiddlewares, eino's hook point, standing for toolscope's full
+// pipeline (pre-execute hook, guard, post-execute hook, result observer):
+// each wraps the call and inspects its input or output as a hook would.
+func newEinoFull(ctx context.Context) *einoNode {
+	t := must(toolutils.InferTool("t", "trivial tool", func(ctx context.Context, in trivialIn) (string, error) {
+		return "ok", nil
+	}))
+	pre := func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+		return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) { return next(ctx, in) }
+	}
+	guard := func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+		return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+			if in.Name == "" { // a guard that never refuses
+				return nil, fmt.Errorf("refused")
+			}
+			return next(ctx, in)
+		}
+	}
+	post := func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+		return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+			out, err := next(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
+		}
+	}
+	observe := func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+		return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+			out, err := next(ctx, in)
+			if out != nil {
+				_ = len(out.Result)
+			}
+			return out, err
+		}
+	}
+	var mws []compose.ToolMiddleware
+	for _, m := range []compose.InvokableToolMiddleware{observe, pre, guard, post} {
+		mws = append(mws, compose.ToolMiddleware{Invokable: m})
+	}
+	return newEinoNode(ctx, t, "t", mws)
+}
+
+func newEinoNode(ctx context.Context, t tool.BaseTool, name string, mws []compose.ToolMiddleware) *einoNode {
+	node := must(compose.NewToolNode(ctx, &compose.ToolsNodeConfig{Tools: []tool.BaseTool{t}, ToolCallMiddlewares: mws}))
 	msg := func(n int) *schema.Message {
 		calls := make([]schema.ToolCall, n)
 		for i := range calls {
 			calls[i] = schema.ToolCall{ID: fmt.Sprintf("c%d", i), Type: "function",
-				Function: schema.FunctionCall{Name: "t", Arguments: trivialArgs}}
+				Function: schema.FunctionCall{Name: name, Arguments: trivialArgs}}
 		}
 		return schema.AssistantMessage("", calls)
 	}
 	return &einoNode{node: node, one: msg(1), many: msg(16)}
+}
+
+// einoRawTool is an eino InvokableTool whose InvokableRun keeps the
+// argument string as it is (no JSON decoding) and returns "ok".
+type einoRawTool struct{}
+
+var einoRawInfo = &schema.ToolInfo{Name: "r", Desc: "trivial tool, arguments not decoded",
+	ParamsOneOf: schema.NewParamsOneOfByParams(map[string]*schema.ParameterInfo{"x": {Type: schema.String}})}
+
+// Info describes the tool to the model.
+func (einoRawTool) Info(context.Context) (*schema.ToolInfo, error) { return einoRawInfo, nil }
+
+// InvokableRun returns "ok" without looking inside the arguments.
+func (einoRawTool) InvokableRun(_ context.Context, args string, _ ...tool.Option) (string, error) {
+	if args == "" {
+		return "", fmt.Errorf("no arguments")
+	}
+	return "ok", nil
 }
 
 func (e *einoNode) call(ctx context.Context, m *schema.Message) {

@@ -24,17 +24,24 @@ svg{background:#fafafa;border:1px solid #ddd;margin:.5em 0}.miss{color:#b00;font
 
 	b.WriteString("<h2>Ratios</h2>")
 	b.WriteString(ratioChart(rep))
-	b.WriteString("<table><tr><th>ratio</th><th>value</th><th>target</th></tr>")
+	b.WriteString("<table><tr><th>ratio</th><th>value</th><th>range (interleaved rounds)</th><th>target</th><th>goal</th></tr>")
 	for _, k := range slices.Sorted(mapKeys(rep.Ratios)) {
-		v, t := rep.Ratios[k], rep.Targets[k]
-		cls := ""
-		if t != "" {
-			cls = "ok"
-			if verdict(k, v, t) != "ok" {
-				cls = "miss"
+		v, t, g := rep.Ratios[k], rep.Targets[k], rep.Goals[k]
+		cls := func(lim string) string {
+			switch {
+			case lim == "":
+				return ""
+			case verdict(k, v, lim) == "ok":
+				return "ok"
 			}
+			return "miss"
 		}
-		fmt.Fprintf(&b, `<tr><td>%s</td><td class="%s">%.3f</td><td>%s</td></tr>`, k, cls, v, html.EscapeString(t))
+		rng := "timed"
+		if in, ok := rep.Interleaved[k]; ok {
+			rng = fmt.Sprintf("%s–%s, %d rounds", fmtRatio(in.Min), fmtRatio(in.Max), in.Rounds)
+		}
+		fmt.Fprintf(&b, `<tr><td>%s</td><td class="%s">%s</td><td>%s</td><td class="%s">%s</td><td class="%s">%s</td></tr>`,
+			k, cls(t), fmtRatio(v), rng, cls(t), html.EscapeString(t), cls(g), html.EscapeString(g))
 	}
 	b.WriteString("</table>")
 	b.WriteString("<h2>Latency percentiles per scenario (µs, log scale)</h2>")
@@ -55,7 +62,24 @@ svg{background:#fafafa;border:1px solid #ddd;margin:.5em 0}.miss{color:#b00;font
 	for _, k := range slices.Sorted(mapKeys(rep.Memory)) {
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%.1f</td></tr>", k, rep.Memory[k])
 	}
-	fmt.Fprintf(&b, "</table><p>Reference implementation: %s</p></body></html>\n", html.EscapeString(rep.Reference))
+	b.WriteString("</table>")
+	if len(rep.Scale) > 0 {
+		b.WriteString("<h2>Scale</h2><table>")
+		for _, k := range slices.Sorted(mapKeys(rep.Scale)) {
+			fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td></tr>", k, fmtRatio(rep.Scale[k]))
+		}
+		b.WriteString("</table>")
+	}
+	if len(rep.Interleaved) > 0 {
+		b.WriteString("<h2>What each interleaved pair compares</h2><table><tr><th>ratio</th><th>A</th><th>B</th><th>A ns/call</th><th>B ns/call</th></tr>")
+		for _, k := range slices.Sorted(mapKeys(rep.Interleaved)) {
+			in := rep.Interleaved[k]
+			fmt.Fprintf(&b, `<tr><td>%s</td><td style="text-align:left">%s</td><td style="text-align:left">%s</td><td>%s</td><td>%s</td></tr>`,
+				k, html.EscapeString(in.A), html.EscapeString(in.B), fmtRatio(in.ANsPerCall), fmtRatio(in.BNsPerCall))
+		}
+		b.WriteString("</table>")
+	}
+	fmt.Fprintf(&b, "<p>Reference implementation: %s</p></body></html>\n", html.EscapeString(rep.Reference))
 	return b.String()
 }
 
@@ -83,46 +107,96 @@ func svgOpen(b *strings.Builder, w, h int, title, desc string) {
 // averages about 0.6 em for this kind of text).
 func textWidth(s string, px float64) float64 { return float64(len([]rune(s))) * px * 0.62 }
 
+// ratioChartKeys are the ratios the chart shows, when measured.
+var ratioChartKeys = []string{"bare_vs_eino", "full_vs_eino", "turn16_vs_eino", "raw_turn16_vs_eino_raw",
+	"tools10k_vs_1", "scopes1k_vs_floor"}
+
+// ratioLabel is a chart row's value text: the ratio, its interleaved range
+// and its target and goal.
+func ratioLabel(rep *Report, k string) string {
+	s := fmtRatio(rep.Ratios[k])
+	if in, ok := rep.Interleaved[k]; ok {
+		s += fmt.Sprintf(" [%s–%s]", fmtRatio(in.Min), fmtRatio(in.Max))
+	}
+	if t := rep.Targets[k]; t != "" {
+		s += " target " + strings.Replace(t, "<= ", "≤", 1)
+	}
+	if g := rep.Goals[k]; g != "" {
+		s += " goal " + strings.Replace(g, "<= ", "≤", 1)
+	}
+	return strings.Replace(s, ">= ", "≥", -1)
+}
+
+// limit parses a target or goal ("<= 0.5"); ok is false for none.
+func limit(t string) (float64, bool) {
+	var op string
+	var lim float64
+	n, _ := fmt.Sscanf(t, "%s %g", &op, &lim)
+	return lim, n == 2
+}
+
 func ratioChart(rep *Report) string {
-	keys := []string{"bare_vs_eino", "full_vs_eino", "turn16_vs_eino", "tools10k_vs_1", "scopes1k_vs_floor"}
-	const w, rowH, top, left, fs = chartMaxW, 28, 40, 140, 12
-	// The value text follows the bar or the target line, whichever ends
-	// further right, so the dashed line never crosses it; the widest text
-	// must still fit inside the chart.
+	var keys []string
+	for _, k := range ratioChartKeys {
+		if _, ok := rep.Ratios[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	const w, rowH, top, left, fs = chartMaxW, 28, 40, 190, 12
+	// The value text follows the bar, its range and its target and goal
+	// lines, whichever ends furthest right, so no line crosses it; the
+	// widest text must still fit inside the chart.
 	textRoom := 0.0
 	for _, k := range keys {
-		textRoom = math.Max(textRoom, textWidth(fmt.Sprintf("%.3f (target %s)", rep.Ratios[k], rep.Targets[k]), fs))
+		textRoom = math.Max(textRoom, textWidth(ratioLabel(rep, k), fs))
 	}
 	plotW := float64(w-left-16) - textRoom - 8
-	h := top + rowH*len(keys) + 44
+	h := top + rowH*len(keys) + 60
 	maxV := 2.5
 	for _, k := range keys {
 		maxV = math.Max(maxV, rep.Ratios[k]*1.1)
+		if in, ok := rep.Interleaved[k]; ok {
+			maxV = math.Max(maxV, in.Max*1.05)
+		}
 	}
 	x := func(v float64) float64 { return left + v/maxV*plotW }
 	var b strings.Builder
-	svgOpen(&b, w, h, "Ratios against their targets", "Each bar is a ratio of the bench run; the dashed line is its target; green meets it, red misses it.")
+	svgOpen(&b, w, h, "Ratios against their targets", "Each bar is a ratio of the bench run (the median of its interleaved rounds, the thin line their range); the dashed line is its target, the dotted line issue 13's goal; green meets the target, red misses it.")
 	for i, k := range keys {
 		y := top + i*rowH
 		v := rep.Ratios[k]
-		t := rep.Targets[k]
-		ok := verdict(k, v, t) == "ok"
-		color := "#c0392b"
-		if ok {
-			color = "#27ae60"
+		t, g := rep.Targets[k], rep.Goals[k]
+		color := "#2980b9" // no target: neutral
+		if t != "" {
+			color = "#c0392b"
+			if verdict(k, v, t) == "ok" {
+				color = "#27ae60"
+			}
 		}
-		var lim float64
-		var op string
-		fmt.Sscanf(t, "%s %g", &op, &lim)
-		fmt.Fprintf(&b, `<text x="8" y="%d">%s</text><rect x="%d" y="%d" width="%.1f" height="16" fill="%s"><title>%s = %.3f</title></rect>`,
-			y+12, k, left, y, x(v)-left, color, k, v)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000" stroke-dasharray="3,2"><title>target %s</title></line>`,
-			x(lim), x(lim), y-3, y+19, html.EscapeString(t))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.3f (target %s)</text>`, math.Max(x(v), x(lim))+6, y+12, v, html.EscapeString(t))
+		right := x(v)
+		fmt.Fprintf(&b, `<text x="8" y="%d">%s</text><rect x="%d" y="%d" width="%.1f" height="16" fill="%s"><title>%s = %s</title></rect>`,
+			y+12, k, left, y, x(v)-left, color, k, fmtRatio(v))
+		if lim, ok := limit(t); ok {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#000" stroke-dasharray="3,2"><title>target %s</title></line>`,
+				x(lim), x(lim), y-3, y+19, html.EscapeString(t))
+			right = math.Max(right, x(lim))
+		}
+		if lim, ok := limit(g); ok {
+			fmt.Fprintf(&b, `<line class="goal" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#8e44ad" stroke-width="2" stroke-dasharray="1,2"><title>goal %s</title></line>`,
+				x(lim), x(lim), y-3, y+19, html.EscapeString(g))
+			right = math.Max(right, x(lim))
+		}
+		if in, ok := rep.Interleaved[k]; ok {
+			fmt.Fprintf(&b, `<line class="range" x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#222" stroke-width="1.5"><title>range %s–%s over %d rounds</title></line>`,
+				x(in.Min), x(in.Max), y+8, y+8, fmtRatio(in.Min), fmtRatio(in.Max), in.Rounds)
+			right = math.Max(right, x(in.Max))
+		}
+		fmt.Fprintf(&b, `<text class="value" x="%.1f" y="%d">%s</text>`, right+6, y+12, html.EscapeString(ratioLabel(rep, k)))
 	}
 	ny := top + rowH*len(keys) + 6
-	fmt.Fprintf(&b, `<text class="note" x="8" y="%d">dashed line: target · ratio = toolscope time / peer time (lower is better),</text>`, ny+8)
-	fmt.Fprintf(&b, `<text class="note" x="8" y="%d">except scopes1k_vs_floor: a throughput ratio (higher is better)</text></svg>`, ny+24)
+	fmt.Fprintf(&b, `<text class="note" x="8" y="%d">dashed line: target · dotted line: issue 13 goal · thin line: range of the interleaved rounds</text>`, ny+8)
+	fmt.Fprintf(&b, `<text class="note" x="8" y="%d">ratio = toolscope time / peer time (lower is better),</text>`, ny+24)
+	fmt.Fprintf(&b, `<text class="note" x="8" y="%d">except scopes1k_vs_floor: a throughput ratio (higher is better)</text></svg>`, ny+40)
 	return b.String()
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -50,19 +51,42 @@ func TestChartsLabelled(t *testing.T) {
 }
 
 // TestRatioTextClearsTarget checks that each value text starts right of
-// both its bar and its dashed target line.
+// its bar, its dashed target line, its dotted goal line and its range.
 func TestRatioTextClearsTarget(t *testing.T) {
-	svg := ratioChart(savedReport(t))
-	re := regexp.MustCompile(`<rect x="(\d+)" y="\d+" width="([0-9.]+)"[^>]*>.*?</rect><line x1="([0-9.]+)".*?</line><text x="([0-9.]+)"`)
-	ms := re.FindAllStringSubmatch(svg, -1)
-	if len(ms) != 5 {
-		t.Fatalf("found %d ratio rows, want 5", len(ms))
-	}
-	for _, m := range ms {
-		f := func(i int) float64 { v, _ := strconv.ParseFloat(m[i], 64); return v }
-		if text := f(4); text < f(1)+f(2) || text < f(3)+3 {
-			t.Errorf("value text at x=%.1f: bar ends at %.1f, target line at %.1f", text, f(1)+f(2), f(3))
+	rep := savedReport(t)
+	svg := ratioChart(rep)
+	rows := regexp.MustCompile(`<text x="8" y="\d+">[a-z0-9_]+</text>.*?<text class="value"[^>]*>`).FindAllString(svg, -1)
+	want := 0
+	for _, k := range ratioChartKeys {
+		if _, ok := rep.Ratios[k]; ok {
+			want++
 		}
+	}
+	if len(rows) != want || want < 5 {
+		t.Fatalf("found %d ratio rows, want %d (at least 5)", len(rows), want)
+	}
+	num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	for _, row := range rows {
+		text := num(regexp.MustCompile(`<text class="value" x="([0-9.]+)"`).FindStringSubmatch(row)[1])
+		bar := regexp.MustCompile(`<rect x="(\d+)" y="\d+" width="([0-9.]+)"`).FindStringSubmatch(row)
+		if end := num(bar[1]) + num(bar[2]); text < end {
+			t.Errorf("value text at x=%.1f, bar ends at %.1f", text, end)
+		}
+		for _, l := range regexp.MustCompile(`<line[^>]* x1="([0-9.]+)" x2="([0-9.]+)"`).FindAllStringSubmatch(row, -1) {
+			if text < math.Max(num(l[1]), num(l[2]))+3 {
+				t.Errorf("value text at x=%.1f, a line ends at %s", text, l[2])
+			}
+		}
+	}
+}
+
+// TestRatioChart_SkipsUnmeasured: a ratio that was not measured gets no
+// row (it used to be drawn as 0).
+func TestRatioChart_SkipsUnmeasured(t *testing.T) {
+	rep := savedReport(t)
+	delete(rep.Ratios, "full_vs_eino")
+	if svg := ratioChart(rep); strings.Contains(svg, ">full_vs_eino<") {
+		t.Error("the chart has a row for full_vs_eino, which was not measured")
 	}
 }
 

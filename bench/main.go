@@ -51,16 +51,26 @@ type Result struct {
 
 // Report is the JSON report.
 type Report struct {
-	Machine   map[string]any     `json:"machine"`
-	GoVersion string             `json:"go_version"`
-	Commit    string             `json:"commit"`
-	Started   time.Time          `json:"started"`
-	Mode      string             `json:"mode"`
-	Rounds    int                `json:"rounds"`
-	Ratios    map[string]float64 `json:"ratios"`
-	Targets   map[string]string  `json:"targets"`
-	Scenarios []Result           `json:"scenarios"`
-	Memory    map[string]float64 `json:"memory"`
+	Machine   map[string]any `json:"machine"`
+	GoVersion string         `json:"go_version"`
+	Commit    string         `json:"commit"`
+	Started   time.Time      `json:"started"`
+	Mode      string         `json:"mode"`
+	Rounds    int            `json:"rounds"`
+	// Ratios holds every ratio that was measured, and only those: the
+	// median of the interleaved rounds for a pair (see Interleaved), else
+	// the ratio of two timed scenarios, 3 significant digits (sig3).
+	Ratios  map[string]float64 `json:"ratios"`
+	Targets map[string]string  `json:"targets"`
+	// Goals are issue 13's goals (performance, round 2).
+	Goals map[string]string `json:"goals,omitempty"`
+	// Interleaved has the median and range of each interleaved ratio.
+	Interleaved map[string]Interleaved `json:"interleaved,omitempty"`
+	Scenarios   []Result               `json:"scenarios"`
+	Memory      map[string]float64     `json:"memory"`
+	// Scale has the scale scenarios: registering 100k (1M) tools, 100k
+	// (1M) idle scopes.
+	Scale     map[string]float64 `json:"scale,omitempty"`
 	Reference string             `json:"reference"`
 }
 
@@ -86,6 +96,10 @@ func main() {
 	from := flag.String("from", "", "render the table, HTML and SVG from an earlier JSON report instead of running")
 	only := flag.String("run", "", "run only the timed scenarios whose name matches this regexp")
 	ref := flag.Bool("ref", true, "measure the node reference implementation when node is present (npm installs it into ref/node_modules)")
+	big := flag.Bool("big", false, "also run the 1,000,000-tool and 1,000,000-scope scale scenarios")
+	registerBudget := flag.Duration("register-budget", 0, "time allowed to register a scale scenario's tools before it stops short (default 20s quick, 90s full)")
+	pairRounds := flag.Int("pair-rounds", 0, "rounds of each interleaved ratio (default 15 quick, 25 full)")
+	pairDur := flag.Duration("pair-d", 0, "time per round of an interleaved ratio (default 20ms quick, 160ms full)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to FILE")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the run to FILE")
 	flag.Parse()
@@ -106,10 +120,12 @@ func main() {
 		}()
 	}
 
-	cfg := runConfig{dur: 2 * time.Second, rounds: 3, scopesDisposed: 100_000, heapScopes: 10_000}
+	cfg := runConfig{dur: 2 * time.Second, rounds: 3, scopesDisposed: 100_000, heapScopes: 10_000,
+		pairRounds: 25, pairRoundDur: 160 * time.Millisecond, registerBudget: 90 * time.Second}
 	mode := "full"
 	if *quick {
-		cfg = runConfig{dur: 300 * time.Millisecond, rounds: 3, scopesDisposed: 20_000, heapScopes: 2_000}
+		cfg = runConfig{dur: 300 * time.Millisecond, rounds: 3, scopesDisposed: 20_000, heapScopes: 2_000,
+			pairRounds: 15, pairRoundDur: 20 * time.Millisecond, registerBudget: 20 * time.Second}
 		mode = "quick"
 	}
 	if *dur > 0 {
@@ -117,6 +133,19 @@ func main() {
 	}
 	if *rounds > 0 {
 		cfg.rounds = *rounds
+	}
+	if *pairRounds > 0 {
+		cfg.pairRounds = *pairRounds
+	}
+	if *pairDur > 0 {
+		cfg.pairRoundDur = *pairDur
+	}
+	if *registerBudget > 0 {
+		cfg.registerBudget = *registerBudget
+	}
+	cfg.big = *big
+	if *big {
+		mode += "+big"
 	}
 
 	var rep *Report
@@ -169,13 +198,22 @@ func run(cfg runConfig, mode, only string, ref bool) *Report {
 			"tools10k_vs_1": "<= 1.1", "scopes1k_vs_floor": ">= 0.25", "heap_per_scope_bytes": "<= 2048",
 		},
 	}
+	rep.Goals = issue13Goals
 	progress.start()
 	filter := regexp.MustCompile(only)
 	rep.Scenarios = runTimed(cfg, filter)
-	rep.Memory = runMemory(cfg)
-	status, refs := reference(ref, max(cfg.dur, time.Second))
-	rep.Reference = status
-	rep.Scenarios = append(rep.Scenarios, refs...)
+	rep.Interleaved = runPairs(cfg, filter)
+	if filter.MatchString("memory") {
+		rep.Memory = runMemory(cfg)
+	}
+	rep.Scale = runScale(cfg, filter, rep.Interleaved)
+	if slices.ContainsFunc(refNames, filter.MatchString) {
+		status, refs := reference(ref, max(cfg.dur, time.Second))
+		rep.Reference = status
+		rep.Scenarios = append(rep.Scenarios, refs...)
+	} else {
+		rep.Reference = "not measured: not selected by -run"
+	}
 	progress.stop()
 	rep.Ratios = ratios(rep)
 
@@ -183,10 +221,29 @@ func run(cfg runConfig, mode, only string, ref bool) *Report {
 }
 
 type runConfig struct {
-	dur            time.Duration
-	rounds         int
+	dur            time.Duration // per timed scenario and round
+	rounds         int           // rounds of the timed scenarios
 	scopesDisposed int
 	heapScopes     int
+	pairRounds     int           // rounds of each interleaved ratio
+	pairRoundDur   time.Duration // length of one interleaved round
+	registerBudget time.Duration // time allowed to register a scale scenario's tools
+	big            bool          // the 1,000,000 scale cases
+}
+
+// refNames are the reference implementation's scenarios (bench/ref).
+var refNames = []string{"ref_execute_bare", "ref_execute_full", "ref_execute_tools_10k"}
+
+// issue13Goals are the goals of issue 13 (performance, round 2), checked
+// against the interleaved medians.
+var issue13Goals = map[string]string{
+	"bare_vs_eino":                         "<= 0.5",
+	"full_vs_eino":                         "<= 0.8",
+	"turn16_vs_eino":                       "<= 0.5",
+	"raw_turn16_vs_eino_raw":               "<= 0.8",
+	"tools100k_vs_1":                       "<= 1.02",
+	"heap_per_scope_bytes":                 "<= 1024",
+	"message_path_vs_protoactor_roundtrip": "<= 1.2",
 }
 
 // --- scenarios --------------------------------------------------------------
@@ -237,12 +294,24 @@ func scenarios() []scenario {
 			e := newEino(ctx)
 			return func() int { e.call(ctx, e.many); return 16 }, func() {}
 		}),
+		serial("eino_toolsnode_raw_1", "peer", func() (op, func()) {
+			e := newEinoRaw(ctx)
+			return one(func() { e.call(ctx, e.one) }), func() {}
+		}),
+		serial("eino_toolsnode_raw_16", "peer", func() (op, func()) {
+			e := newEinoRaw(ctx)
+			return func() int { e.call(ctx, e.many); return 16 }, func() {}
+		}),
 		serial("mcpgo_tools_call", "peer", func() (op, func()) {
 			m := newMCP()
 			return one(func() { m.call(ctx) }), func() {}
 		}),
 		tsSerial("ts_execute_bare", worldOpts{}),
 		tsSerial("ts_execute_full", worldOpts{full: true}),
+		serial("ts_execute_raw", "toolscope", func() (op, func()) {
+			w := newWorld(worldOpts{})
+			return one(func() { execRaw(ctx, w.agent) }), w.close
+		}),
 		tsSerial("ts_execute_tools_1", worldOpts{}),
 		tsSerial("ts_execute_tools_10k", worldOpts{extraTools: 9_999}),
 		serial("ts_message_path", "toolscope", func() (op, func()) {
@@ -251,6 +320,7 @@ func scenarios() []scenario {
 			return one(m.call), w.close
 		}),
 		tsTurn("ts_turn_16", turnCalls(16, "t")),
+		tsTurn("ts_turn_raw_16", turnCalls(16, "r")),
 		tsTurn("ts_turn_mixed_16", mixedTurnCalls()),
 		tsTurn("ts_turn_sleep_16x1ms", turnCalls(16, "sleep")),
 		serial("goroutines_sleep_16x1ms", "baseline", func() (op, func()) {
@@ -279,8 +349,34 @@ func scenarios() []scenario {
 					return ops, func() {}
 				}})
 	}
+	// Throughput with n closed-loop callers on one scope, and on n scopes.
+	for _, n := range callerCounts {
+		list = append(list,
+			scenario{name: fmt.Sprintf("ts_callers_%d_one_scope", n), group: "callers-one-scope", callers: n,
+				setup: func(callers int) ([]op, func()) {
+					w := newWorld(worldOpts{})
+					ops := make([]op, callers)
+					for i := range ops {
+						ops[i] = one(func() { execOnce(ctx, w.agent) })
+					}
+					return ops, w.close
+				}},
+			scenario{name: fmt.Sprintf("ts_callers_%d_scopes", n), group: "callers-scopes", callers: n,
+				setup: func(callers int) ([]op, func()) {
+					w := newWorld(worldOpts{})
+					ops := make([]op, callers)
+					for i := range ops {
+						s := must(w.reg.NewScope(fmt.Sprintf("c%d", i)))
+						ops[i] = one(func() { execOnce(ctx, s) })
+					}
+					return ops, w.close
+				}})
+	}
 	return list
 }
+
+// callerCounts are the caller counts of the throughput scenarios.
+var callerCounts = []int{1, 2, 8, 64, 1024}
 
 func second[T any](_ T, err error) error { return err }
 
@@ -423,44 +519,46 @@ func runMemory(cfg runConfig) map[string]float64 {
 	return out
 }
 
+// ratios collects every measured ratio: the interleaved medians, and the
+// ratios of timed scenarios that cannot be interleaved (another process,
+// many callers). A ratio is present exactly when both of its sides were
+// measured, whatever its value: one whose scenarios did not run (-run, no
+// node) is absent, never 0.
 func ratios(rep *Report) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range rep.Interleaved {
+		out[k] = v.Median
+	}
 	by := map[string]Result{}
 	for _, r := range rep.Scenarios {
 		by[r.Name] = r
 	}
-	div := func(a, b float64) float64 {
-		if b == 0 {
-			return 0
+	timed := func(key, a, b string, field func(Result) float64) {
+		ra, okA := by[a]
+		rb, okB := by[b]
+		if okA && okB && field(ra) > 0 && field(rb) > 0 {
+			out[key] = sig3(field(ra) / field(rb))
 		}
-		return round3(a / b)
 	}
-	out := map[string]float64{
-		"bare_vs_eino":         div(by["ts_execute_bare"].NsPerCall, by["eino_toolsnode_1"].NsPerCall),
-		"full_vs_eino":         div(by["ts_execute_full"].NsPerCall, by["eino_toolsnode_1"].NsPerCall),
-		"turn16_vs_eino":       div(by["ts_turn_16"].NsPerOp, by["eino_toolsnode_16"].NsPerOp),
-		"tools10k_vs_1":        div(by["ts_execute_tools_10k"].NsPerCall, by["ts_execute_tools_1"].NsPerCall),
-		"scopes1k_vs_floor":    div(by["ts_agents_1000"].CallsPerSec, by["map_mutex_goroutine_agents_1000"].CallsPerSec),
-		"heap_per_scope_bytes": round3(rep.Memory["heap_per_scope_bytes"]),
-		"bare_vs_mcpgo":        div(by["ts_execute_bare"].NsPerCall, by["mcpgo_tools_call"].NsPerCall),
-		"bare_vs_floor":        div(by["ts_execute_bare"].NsPerCall, by["floor_direct_call"].NsPerCall),
-		"message_path_vs_protoactor_roundtrip": div(by["ts_message_path"].NsPerCall,
-			by["protoactor_roundtrip"].NsPerCall),
-		"turn_sleep_makespan_vs_ideal": round3(by["ts_turn_sleep_16x1ms"].Extra["makespan_vs_ideal"]),
-		// The floor: 16 plain goroutines sleeping 1 ms each (timer slack).
-		"turn_sleep_makespan_vs_goroutines": div(by["ts_turn_sleep_16x1ms"].NsPerOp, by["goroutines_sleep_16x1ms"].NsPerOp),
-		"bare_vs_reference":                 div(by["ts_execute_bare"].NsPerCall, by["ref_execute_bare"].NsPerCall),
-		"full_vs_reference":                 div(by["ts_execute_full"].NsPerCall, by["ref_execute_full"].NsPerCall),
-		"tools10k_vs_reference":             div(by["ts_execute_tools_10k"].NsPerCall, by["ref_execute_tools_10k"].NsPerCall),
-	}
-	for k, v := range out {
-		if v == 0 && rep.Targets[k] == "" {
-			delete(out, k) // a scenario that did not run (e.g. no node)
+	nsPerCall := func(r Result) float64 { return r.NsPerCall }
+	callsPerSec := func(r Result) float64 { return r.CallsPerSec }
+	// Throughput of 1,000 restricted scopes, one caller each, against
+	// 1,000 callers of the map+RWMutex baseline running bodies on goroutines.
+	timed("scopes1k_vs_floor", "ts_agents_1000", "map_mutex_goroutine_agents_1000", callsPerSec)
+	// The reference runs in node, in its own process: timed, not interleaved.
+	timed("bare_vs_reference", "ts_execute_bare", "ref_execute_bare", nsPerCall)
+	timed("full_vs_reference", "ts_execute_full", "ref_execute_full", nsPerCall)
+	timed("tools10k_vs_reference", "ts_execute_tools_10k", "ref_execute_tools_10k", nsPerCall)
+	if r, ok := by["ts_turn_sleep_16x1ms"]; ok {
+		if v, ok := r.Extra["makespan_vs_ideal"]; ok {
+			out["turn_sleep_makespan_vs_ideal"] = sig3(v)
 		}
+	}
+	if v, ok := rep.Memory["heap_per_scope_bytes"]; ok {
+		out["heap_per_scope_bytes"] = sig3(v)
 	}
 	return out
 }
-
-func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // --- output -----------------------------------------------------------------
 
@@ -476,15 +574,29 @@ func printTable(w io.Writer, rep *Report) {
 	check(tw.Flush())
 	fmt.Fprintln(w)
 	for _, k := range slices.Sorted(mapKeys(rep.Memory)) {
-		fmt.Fprintf(w, "%-42s %.1f\n", k, rep.Memory[k])
+		fmt.Fprintf(w, "%-48s %.1f\n", k, rep.Memory[k])
 	}
 	fmt.Fprintln(w)
-	for _, k := range slices.Sorted(mapKeys(rep.Ratios)) {
-		t := rep.Targets[k]
-		if t != "" {
-			t = "target " + t + " " + verdict(k, rep.Ratios[k], t)
+	if len(rep.Scale) > 0 {
+		for _, k := range slices.Sorted(mapKeys(rep.Scale)) {
+			fmt.Fprintf(w, "scale %-42s %s\n", k, fmtRatio(rep.Scale[k]))
 		}
-		fmt.Fprintf(w, "ratio %-38s %8.3f  %s\n", k, rep.Ratios[k], t)
+		fmt.Fprintln(w)
+	}
+	for _, k := range slices.Sorted(mapKeys(rep.Ratios)) {
+		v := rep.Ratios[k]
+		rng := "timed"
+		if in, ok := rep.Interleaved[k]; ok {
+			rng = fmt.Sprintf("[%s–%s] %d rounds", fmtRatio(in.Min), fmtRatio(in.Max), in.Rounds)
+		}
+		var notes []string
+		if t := rep.Targets[k]; t != "" {
+			notes = append(notes, "target "+t+" "+verdict(k, v, t))
+		}
+		if g := rep.Goals[k]; g != "" {
+			notes = append(notes, "goal "+g+" "+verdict(k, v, g))
+		}
+		fmt.Fprintf(w, "ratio %-38s %9s  %-26s %s\n", k, fmtRatio(v), rng, strings.Join(notes, ", "))
 	}
 	fmt.Fprintf(w, "\nreference implementation: %s\n", rep.Reference)
 }

@@ -1,3 +1,108 @@
 // Package mcp connects toolscope to the Model Context Protocol through the
-// official Go SDK (github.com/modelcontextprotocol/go-sdk).
+// official Go SDK (github.com/modelcontextprotocol/go-sdk), both ways: a
+// toolscope scope served to MCP clients (Export, NewServer), and an MCP
+// server's tools registered into a scope (Import).
+//
+// # Import
+//
+// Import(ctx, scope, session, opts...) registers the tools of the MCP
+// server behind a go-sdk ClientSession (every tools/list page) into a
+// scope, through an owner group, each with its own disposer;
+// Imported.Close disposes them all. WithPrefix renames, WithAllow picks
+// server tools, WithCallTimeout bounds each tools/call (TOOL_TIMEOUT),
+// WithReadOnlyParallel or WithClassifier makes tools parallel (by default
+// they are exclusive: annotations are only hints, so importing fails
+// closed). A name toolscope cannot register (empty, "run_code", listed
+// twice, taken) is skipped and reported by Imported.Skipped.
+//
+// Parameters are the server's inputSchema as it is (R33). With an
+// outputSchema the value is structuredContent, validated by the pipeline
+// when the schema fits toolscope's subset and in the body otherwise;
+// without one the value and the content are the result's content blocks
+// (text as text, every other kind as a Block of its MCP type holding the
+// MCP object: see ContentBlocks). Calls send the arguments unchanged and
+// cancel through notifications/cancelled; isError results are failures
+// with their text (and a toolscope/code _meta, as NewServer writes it, as
+// their code); a server that is gone is MCP_UNAVAILABLE, a protocol error
+// MCP_ERROR — never a hang.
+//
+// With ClientOptions.ToolListChangedHandler set to ToolListChangedHandler,
+// notifications/tools/list_changed re-syncs through Register and
+// disposers, so OnChange subscribers hear each change; re-syncs run one at
+// a time, are bounded, and stop at Close. Prompts, resources, sampling and
+// the other MCP features are not imported.
+//
+// # Export: a scope as an MCP server
+//
+// NewServer(scope, opts...) returns a Server that runs over any go-sdk
+// transport: Run or Connect for stdio (sdk.StdioTransport), in-memory
+// (sdk.NewInMemoryTransports) or command transports, and
+// StreamableHTTPHandler for streamable HTTP. The binary
+// mcp/cmd/toolscope-mcp serves the demo's tools this way.
+//
+// Sessions. By default every client session gets its own agent scope under
+// the given scope, created when the session opens (before its first
+// message is read) and disposed when it ends, so restrictions, guards and
+// tools set up for one session (WithSessionScope) are that session's
+// alone, and a tool a session registers (from a tool body, say) is seen by
+// no other. WithSharedScope serves the given scope to every session
+// instead. Each session is served by its own go-sdk server whose tool list
+// follows the session scope's visible tools: the go-sdk keeps one tool list
+// per server and announces changes to all of that server's sessions, so a
+// per-session list needs a server per session. The go-sdk's
+// streamable HTTP handler asks for a server on every request; Server keeps
+// sessions by their Mcp-Session-Id and binds a new session's scope when the
+// handler asks for the new session's id. Session end is ServerSession.Wait
+// returning: a client that disconnects, a closed stdio stream, an HTTP
+// DELETE or the handler's SessionTimeout; Close ends the rest.
+//
+// What is mapped:
+//
+//   - tools/list is the scope's Schemas(): name, description, the
+//     parameters as inputSchema (a tool whose parameters are not an object
+//     schema cannot be called over MCP and is left out, with a warning), and
+//     the output schema as outputSchema when it is an object schema (MCP
+//     requires object output schemas; a string-valued tool declares none).
+//     Pagination is the go-sdk's (ServerOptions.PageSize through
+//     WithSDKOptions).
+//   - tools/call is Execute on the session's scope with the whole pipeline:
+//     pre-execute, approval, guards, around hooks, body, output validation,
+//     post-execute, finalizer, observers. Every failure (a guard's denial,
+//     invalid arguments, a body's error or panic) is a result with isError
+//     true and its text as content, and its code, when it has one, under
+//     _meta["toolscope/code"]. A success of a tool with an object output
+//     schema carries its value as structuredContent next to the rendered
+//     text.
+//   - notifications/cancelled cancels the call's ctx (the go-sdk cancels the
+//     handler's ctx; the body sees it).
+//   - Every registry change (OnChange) re-syncs each session's tool list;
+//     a change that alters what a session sees makes the go-sdk send it
+//     notifications/tools/list_changed (debounced by 10 ms), on the legacy
+//     session channel or, for protocol 2026-07-28 clients, on their
+//     subscriptions/listen stream.
+//   - Approval: NewServer registers one pre-execute hook on the scope,
+//     prepended, that sees every Ask. When the calling client declared the
+//     elicitation capability, the user is asked through MCP elicitation
+//     (a form with one boolean, "approve"): accept with approve=true
+//     allows, decline or approve=false is the denial `the user rejected
+//     tool "<name>"`, cancel is `approval for tool "<name>" was cancelled`,
+//     a failed elicitation denies. On protocol 2026-07-28, where a server
+//     may not send requests while serving one, the question is returned as
+//     an input_required result (SEP-2322 multi round-trip) and the client
+//     answers by calling again: that first execution ends as the denial
+//     `tool "<name>" waits for approval from the MCP client` (so events
+//     show it), and the answer counts only with the request state that
+//     seals the question (an HMAC of tool, arguments and reason under the
+//     server's key), so it cannot be forged or reused for other arguments.
+//     Without the capability the Ask goes on to the registry's approver
+//     (runtime.WithApprover), and without one it is denied (R55): approval
+//     fails closed.
+//
+// Not mapped: prompts, resources, sampling, roots, completion, logging
+// (the go-sdk's own handling applies: none are offered); tool annotations
+// and titles; progress notifications. The go-sdk client speaks 2026-07-28
+// by default; the TypeScript SDK and most clients today speak 2025-11-25.
+// Over 2026-07-28 streamable HTTP
+// there are no sessions: every request is its own session, with a scope of
+// its own for that request.
 package mcp

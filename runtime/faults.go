@@ -55,7 +55,7 @@ func (r *Registry) mutate(sh *shell, fn func(*core.Layer) (*core.Layer, error)) 
 		inc := r.incarnation(sh)
 		var claimed atomic.Bool
 		reply := make(chan error, 1)
-		r.send(sh.pid, &actorsys.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
+		r.send(sh.pid.Load(), &actorsys.Mutate{Reply: reply, Apply: func(l *core.Layer) (*core.Layer, error) {
 			if !claimed.CompareAndSwap(false, true) {
 				return nil, errMutationAbandoned // its sender re-sent it
 			}
@@ -101,7 +101,7 @@ func (h *messageHandler) ActorStopped() {
 	// drop it under the scope's name too (a no-op for the first one, whose
 	// own name it is), so sends become dead letters until the next one is
 	// in place (mutate re-sends what they dropped).
-	procs.Remove(sh.pid)
+	procs.Remove(sh.pid.Load())
 	if sh.stopped || sh.lost {
 		// Scope teardown: no mutation is in flight (stop waited for them).
 		if inc := sh.inc.Swap(nil); inc != nil {
@@ -119,7 +119,7 @@ func (h *messageHandler) ActorStopped() {
 		proc, ok = procs.Get(fresh)
 	}
 	if ok {
-		_, ok = procs.Add(proc, sh.pid.Id)
+		_, ok = procs.Add(proc, sh.pid.Load().Id)
 	}
 	if !ok {
 		// No successor (the system is shutting down): mutations in flight

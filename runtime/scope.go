@@ -143,8 +143,22 @@ func (t *teardownState) enterCallbacks() {
 
 // shell is the actor side of one node: the scope actor's PID and the
 // accounting that keeps the actor alive while a mutation is on its way.
+//
+// The scope actor is spawned on first use: the first PID request (anyone
+// who can talk to the actor asked for its PID first). Until then the
+// scope's layer lives in its node as always, and its mutations are applied
+// by their callers one at a time under wmu, exactly as the actor would
+// apply them (actorsys.Apply); from the spawn on, the actor is the single
+// writer. An idle scope — the common case: agents register, restrict and
+// execute through the API — so costs no actor, no Props, no mailbox and no
+// process registry entry (heap per idle scope is a budget).
 type shell struct {
-	pid     *actor.PID
+	// pid is nil until the actor is spawned (spawnActor), then never
+	// changes (respawns alias the new incarnation under it, faults.go).
+	pid atomic.Pointer[actor.PID]
+	// wmu serialises the mutations applied while there is no actor, and
+	// the spawn against them: once pid is set, no caller applies one.
+	wmu     sync.Mutex
 	mu      sync.Mutex
 	stopped bool
 	lost    bool // the scope actor stopped and could not be respawned (faults.go)
@@ -163,10 +177,34 @@ type shell struct {
 func (r *Registry) spawnScope(node *core.Node) *Scope {
 	sh := &shell{}
 	sh.handler = messageHandler{reg: r, node: node, shell: sh}
-	sh.pid = r.system.Root.Spawn(actorsys.ScopeProps(r.system, node, &sh.handler, r.workers.run))
 	sc := &Scope{reg: r, node: node, shell: sh}
 	sc.own = &sc.ownStore
 	return sc
+}
+
+// actorPID returns the scope actor's PID, spawning the actor on first use.
+// A scope torn down before anyone asked gets a PID that no process serves:
+// what is sent to it is a dead letter, as for a scope whose actor stopped.
+func (sh *shell) actorPID() *actor.PID {
+	if pid := sh.pid.Load(); pid != nil {
+		return pid
+	}
+	sh.wmu.Lock() // waits for a mutation being applied without the actor
+	defer sh.wmu.Unlock()
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if pid := sh.pid.Load(); pid != nil {
+		return pid
+	}
+	r := sh.handler.reg
+	var pid *actor.PID
+	if sh.stopped || sh.lost {
+		pid = actor.NewPID(r.system.Address(), r.system.ProcessRegistry.NextId())
+	} else {
+		pid = r.system.Root.Spawn(actorsys.ScopeProps(r.system, sh.handler.node, &sh.handler, r.workers.run))
+	}
+	sh.pid.Store(pid)
+	return pid
 }
 
 // apply runs fn on the node's layer inside the scope actor.
@@ -183,7 +221,12 @@ func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
 	}
 	sh.sending++
 	sh.mu.Unlock()
-	err := s.reg.mutate(sh, fn) // actorsys.Mutate that survives actor faults (faults.go)
+	var err error
+	if sh.pid.Load() == nil && sh.applyUnspawned(fn, &err) {
+		// applied without an actor: none exists yet
+	} else {
+		err = s.reg.mutate(sh, fn) // actorsys.Mutate that survives actor faults (faults.go)
+	}
 	sh.mu.Lock()
 	sh.sending--
 	if sh.sending == 0 && sh.idle != nil {
@@ -192,6 +235,19 @@ func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
 	}
 	sh.mu.Unlock()
 	return err
+}
+
+// applyUnspawned applies fn as the scope actor would, if the scope still
+// has none (wmu keeps the spawn from happening meanwhile), and reports
+// whether it did.
+func (sh *shell) applyUnspawned(fn func(*core.Layer) (*core.Layer, error), err *error) bool {
+	sh.wmu.Lock()
+	defer sh.wmu.Unlock()
+	if sh.pid.Load() != nil {
+		return false
+	}
+	*err = actorsys.Apply(sh.handler.node, fn)
+	return true
 }
 
 // stop waits for in-flight mutations, then stops the node's actors.
@@ -204,6 +260,9 @@ func (s *Scope) stop() {
 	}
 	sh.stopped = true
 	sh.gone.Store(true)
+	// Read under the lock that stopped is set under: no actor is spawned
+	// after this (actorPID sees stopped), so nil means there is none.
+	pid := sh.pid.Load()
 	var wait chan struct{}
 	if sh.sending > 0 {
 		wait = make(chan struct{})
@@ -216,7 +275,9 @@ func (s *Scope) stop() {
 	if sup := sh.sup.Load(); sup != nil {
 		sup.stop()
 	}
-	s.reg.stopActor(sh.pid)
+	if pid != nil {
+		s.reg.stopActor(pid)
+	}
 }
 
 // owner tracks what one handle registered, newest last, so disposal can
@@ -381,8 +442,11 @@ func (s *Scope) Key() string { return s.node.Key }
 
 // PID returns the scope actor's PID. Actors in the same actor system may
 // send it the requests of package messages (execute, execution mode, get,
-// schemas, turn) and receive the replies.
-func (s *Scope) PID() *actor.PID { return s.shell.pid }
+// schemas, turn) and receive the replies. The actor is spawned by the first
+// PID call (an idle scope costs no actor); the PID never changes. The PID
+// of a scope disposed before anyone asked for it is served by no process,
+// like that of any disposed scope.
+func (s *Scope) PID() *actor.PID { return s.shell.actorPID() }
 
 // Registry returns the registry the scope belongs to.
 func (s *Scope) Registry() *Registry { return s.reg }

@@ -2,258 +2,35 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"hash/fnv"
-	"path"
-	"regexp"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/toolscope/toolscope/internal/demotools"
 	"github.com/toolscope/toolscope/runtime"
 )
 
-// Simulated latencies: small, so the whole demo runs in well under a
-// second, but far enough apart that the overlap shows on the timeline.
-const (
-	slowdown      = 2                      // multiplies every latency below
-	fetchTimeout  = 300 * time.Millisecond // declared on fetch, enforced by TimeoutHook
-	interruptWait = 80 * time.Millisecond  // how long "make e2e" runs before the user hits Ctrl-C
-)
-
-// latency is a deterministic duration in [lo, hi)·slowdown derived from
-// the call's arguments, so the same plan always asks for the same work.
-func latency(args string, lo, hi time.Duration) time.Duration {
-	h := fnv.New32a()
-	h.Write([]byte(args))
-	return slowdown * (lo + time.Duration(h.Sum32()%uint32(hi-lo)))
-}
-
-// work sleeps for d or until ctx is done, like a well-behaved tool body.
-func work(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-type (
-	pathIn struct {
-		Path string `json:"path"`
-	}
-	queryIn struct {
-		Query string `json:"query"`
-	}
-	urlIn struct {
-		URL string `json:"url"`
-	}
-	cmdIn struct {
-		Cmd string `json:"cmd"`
-	}
-	gitIn struct {
-		Args string `json:"args"`
-	}
-	taskIn struct {
-		Task string `json:"task"`
-	}
-	writeIn struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-	}
-)
-
-func key(in any) string { b, _ := json.Marshal(in); return string(b) }
+// interruptWait is how long "make e2e" runs before the user hits Ctrl-C.
+const interruptWait = 80 * time.Millisecond
 
 // policyStats counts what the demo's policies did (hooks and approver).
 type policyStats struct {
 	redacted, approved, rejected atomic.Int64
 }
 
-var secretRE = regexp.MustCompile(`sk-live-[A-Za-z0-9]+|AKIA[0-9A-Z]{16}`)
+func (ps *policyStats) stats() demotools.Stats {
+	return demotools.Stats{Redacted: &ps.redacted, Approved: &ps.approved, Rejected: &ps.rejected}
+}
 
-// readOnlyGit lists the git subcommands that never mutate the repository.
-var readOnlyGit = map[string]bool{"status": true, "diff": true, "log": true, "show": true, "blame": true}
-
-// globalTools registers the shared toolset and the registry-wide policies.
+// globalTools registers the shared toolset and the registry-wide policies
+// (package internal/demotools).
 func globalTools(reg *runtime.Registry, ps *policyStats) error {
-	read, err := runtime.NewTool("read", "Read a file from the workspace",
-		func(ctx context.Context, in pathIn, rc *runtime.RunContext) (string, error) {
-			if err := work(ctx, latency(key(in), 4*time.Millisecond, 16*time.Millisecond)); err != nil {
-				return "", err
-			}
-			if strings.HasSuffix(in.Path, ".env") {
-				return "DATABASE_URL=postgres://app@db/app\nOPENAI_API_KEY=sk-live-9f8e7d6c5b4a\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\n", nil
-			}
-			return fmt.Sprintf("%s: %d lines", in.Path, 40+len(in.Path)*3), nil
-		}, runtime.WithParallel())
-	if err != nil {
-		return err
-	}
-	search, err := runtime.NewTool("search", "Search the web",
-		func(ctx context.Context, in queryIn, rc *runtime.RunContext) (string, error) {
-			if err := work(ctx, latency(key(in), 15*time.Millisecond, 35*time.Millisecond)); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("10 web results for %q", in.Query), nil
-		}, runtime.WithParallel())
-	if err != nil {
-		return err
-	}
-	fetch, err := runtime.NewTool("fetch", "Fetch a URL",
-		func(ctx context.Context, in urlIn, rc *runtime.RunContext) (string, error) {
-			d := latency(key(in), 20*time.Millisecond, 45*time.Millisecond)
-			if strings.Contains(in.URL, "slow.example.com") {
-				d = time.Minute // hangs: the timeout ends it
-			}
-			if err := work(ctx, d); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("200 OK %s (%d KiB)", in.URL, 8+len(in.URL)%50), nil
-		}, runtime.WithParallel(), runtime.WithTimeout(fetchTimeout))
-	if err != nil {
-		return err
-	}
-	write, err := runtime.NewTool("write", "Write a file",
-		func(ctx context.Context, in writeIn, rc *runtime.RunContext) (string, error) {
-			if err := work(ctx, latency(key(in), 6*time.Millisecond, 14*time.Millisecond)); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.Path), nil
-		}) // no classifier: exclusive
-	if err != nil {
-		return err
-	}
-	shell, err := runtime.NewTool("shell", "Run a shell command in the workspace",
-		func(ctx context.Context, in cmdIn, rc *runtime.RunContext) (string, error) {
-			d := latency(key(in), 20*time.Millisecond, 45*time.Millisecond)
-			if in.Cmd == "make e2e" {
-				d = time.Minute // the user interrupts it
-			}
-			if work(ctx, d) != nil {
-				// Report what ran so far; the registry turns a success after
-				// cancellation into ABORTED.
-				return "$ " + in.Cmd + "\n^C", nil
-			}
-			return "$ " + in.Cmd + "\nok", nil
-		})
-	if err != nil {
-		return err
-	}
-	git, err := runtime.NewTool("git", "Run git",
-		func(ctx context.Context, in gitIn, rc *runtime.RunContext) (string, error) {
-			if err := work(ctx, latency(key(in), 8*time.Millisecond, 20*time.Millisecond)); err != nil {
-				return "", err
-			}
-			return "git " + in.Args + ": ok", nil
-		},
-		// Parallel for read-only subcommands, exclusive for everything else.
-		runtime.WithClassifier(func(a json.RawMessage) (bool, error) {
-			var in gitIn
-			if err := json.Unmarshal(a, &in); err != nil {
-				return false, err
-			}
-			sub, _, _ := strings.Cut(in.Args, " ")
-			return readOnlyGit[sub], nil
-		}))
-	if err != nil {
-		return err
-	}
-	lint, err := runtime.NewTool("lint", "Lint a source file",
-		func(ctx context.Context, in pathIn, rc *runtime.RunContext) (string, error) {
-			if strings.HasSuffix(in.Path, ".min.js") {
-				var lines []string
-				_ = lines[strings.Count(in.Path, "/")] // a linter bug: index out of range
-			}
-			if err := work(ctx, latency(key(in), 10*time.Millisecond, 20*time.Millisecond)); err != nil {
-				return "", err
-			}
-			return in.Path + ": 0 issues", nil
-		}, runtime.WithParallel())
-	if err != nil {
-		return err
-	}
-	g := reg.Global()
-	for _, d := range []runtime.Definition{read, search, fetch, write, shell, git, lint} {
-		if _, err := g.Register(d); err != nil {
-			return err
-		}
-	}
-
-	// Timeouts declared with WithTimeout are enforced by this around hook.
-	if _, err := g.OnExecute(reg.TimeoutHook()); err != nil {
-		return err
-	}
-	// Guard: nobody writes outside /workspace.
-	if _, err := g.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
-		if e.Name() != "write" {
-			return "", false
-		}
-		a, _ := e.Arguments()
-		var in writeIn
-		_ = json.Unmarshal(a, &in)
-		if p := path.Clean(in.Path); !strings.HasPrefix(p, "/workspace/") {
-			return "write outside /workspace refused: " + p, true
-		}
-		return "", false
-	}); err != nil {
-		return err
-	}
-	// Pre-execute: destructive commands go to the approver.
-	if _, err := g.OnPreExecute(func(_ context.Context, e runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
-		a, _ := e.Arguments()
-		switch e.Name() {
-		case "shell":
-			var in cmdIn
-			_ = json.Unmarshal(a, &in)
-			if strings.HasPrefix(in.Cmd, "rm ") {
-				return runtime.Ask("destructive command: " + in.Cmd), nil
-			}
-		case "git":
-			var in gitIn
-			_ = json.Unmarshal(a, &in)
-			if strings.HasPrefix(in.Args, "push") {
-				return runtime.Ask("publishes to the remote: git " + in.Args), nil
-			}
-		}
-		return next()
-	}); err != nil {
-		return err
-	}
-	// Post-execute: secrets never reach the model.
-	if _, err := g.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
-		if !r.IsError() {
-			if txt := r.Text(); secretRE.MatchString(txt) {
-				n := len(secretRE.FindAllString(txt, -1))
-				ps.redacted.Add(int64(n))
-				return runtime.AcceptContent(runtime.Text(secretRE.ReplaceAllString(txt, "[REDACTED]"))), nil
-			}
-		}
-		return next()
-	}); err != nil {
-		return err
-	}
-	return nil
+	return demotools.RegisterGlobal(reg, ps.stats())
 }
 
 // approver is the human in the loop: the coordinator may push, nobody may
-// delete. It answers after a short think.
+// delete.
 func approver(ps *policyStats) runtime.Approver {
-	return func(ctx context.Context, req runtime.ApprovalRequest) (runtime.ApprovalOutcome, error) {
-		if err := work(ctx, 5*time.Millisecond); err != nil {
-			return runtime.ApprovalCancelled, nil
-		}
-		if req.Agent == roleCoordinator && req.Tool == "git" {
-			ps.approved.Add(1)
-			return runtime.ApprovalAllowedOnce, nil
-		}
-		ps.rejected.Add(1)
-		return runtime.ApprovalRejected, nil
-	}
+	return demotools.Approver(ps.stats(), roleCoordinator)
 }
 
 // scopedTools gives an agent's scope its own tools and restrictions.
@@ -262,17 +39,7 @@ func scopedTools(s *runtime.Scope, a *agentPlan, delegate func(ctx context.Conte
 	switch a.Role {
 	case roleCoder:
 		// A code index that shadows the global web search.
-		search, err := runtime.NewTool("search", "Search the repository",
-			func(ctx context.Context, in queryIn, rc *runtime.RunContext) (string, error) {
-				if err := work(ctx, latency(key(in), 3*time.Millisecond, 9*time.Millisecond)); err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("%d matches for %q in the repository", 1+len(in.Query)%7, in.Query), nil
-			}, runtime.WithParallel())
-		if err != nil {
-			return err
-		}
-		if _, err := s.Register(search); err != nil {
+		if err := register(s, demotools.CodeSearch); err != nil {
 			return err
 		}
 		return registerDelegate(s, a.Key+"."+roleTester, delegate)
@@ -283,32 +50,21 @@ func scopedTools(s *runtime.Scope, a *agentPlan, delegate func(ctx context.Conte
 		_, err := s.Restrict(runtime.Restriction{Deny: []string{"write"}})
 		return err
 	case roleTester:
-		// A sandboxed shell that shadows the global one: every sandbox is
-		// its own container, so test runs may overlap.
-		shell, err := runtime.NewTool("shell", "Run a command in a throwaway sandbox",
-			func(ctx context.Context, in cmdIn, rc *runtime.RunContext) (string, error) {
-				if err := work(ctx, latency(key(in), 20*time.Millisecond, 40*time.Millisecond)); err != nil {
-					return "", err
-				}
-				return "[sandbox] $ " + in.Cmd + "\nPASS", nil
-			}, runtime.WithParallel())
-		if err != nil {
-			return err
-		}
-		_, err = s.Register(shell)
-		return err
+		// A sandboxed shell that shadows the global one.
+		return register(s, demotools.SandboxShell)
 	}
 	return nil
 }
 
-func registerDelegate(s *runtime.Scope, sub string, delegate func(ctx context.Context, sub string, rc *runtime.RunContext) (string, error)) error {
-	d, err := runtime.NewTool("delegate", "Hand a task to "+sub,
-		func(ctx context.Context, in taskIn, rc *runtime.RunContext) (string, error) {
-			return delegate(ctx, sub, rc)
-		}, runtime.WithParallel())
+func register(s *runtime.Scope, tool func() (runtime.Definition, error)) error {
+	d, err := tool()
 	if err != nil {
 		return err
 	}
 	_, err = s.Register(d)
 	return err
+}
+
+func registerDelegate(s *runtime.Scope, sub string, delegate func(ctx context.Context, sub string, rc *runtime.RunContext) (string, error)) error {
+	return register(s, func() (runtime.Definition, error) { return demotools.Delegate(sub, delegate) })
 }

@@ -162,22 +162,29 @@ type PanicReporter interface{ SubscriberPanicked(p any) }
 
 // apply runs one mutation. It never lets a panic escape: the caller is
 // waiting on Reply, so a failed mutation must still answer.
-func (a *scopeActor) apply(m *Mutate) (err error) {
+func (a *scopeActor) apply(m *Mutate) error { return Apply(a.node, m.Apply) }
+
+// Apply runs one mutation of node's layer and publishes the result: what a
+// scope actor does with a Mutate, for the runtime to call itself while a
+// scope has no actor yet (its actor is spawned on first use; until then the
+// runtime serialises the writers). A panic in fn is returned as an error
+// and publishes nothing.
+func Apply(node *core.Node, fn func(cur *core.Layer) (*core.Layer, error)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("actorsys: mutation failed: %v", r)
 		}
 	}()
-	if m.Apply == nil {
+	if fn == nil {
 		return errors.New("actorsys: mutation without a function")
 	}
-	cur := a.node.Layer()
-	next, err := m.Apply(cur)
+	cur := node.Layer()
+	next, err := fn(cur)
 	if err != nil {
 		return err
 	}
 	if next != nil && next != cur {
-		a.node.Publish(next)
+		node.Publish(next)
 	}
 	return nil
 }

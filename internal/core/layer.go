@@ -31,6 +31,9 @@ type Entry struct {
 	// Name of a tool; empty for callbacks.
 	Name    string
 	Payload any
+
+	// hash is the hash of Name, set when a tool enters a table.
+	hash uint64
 }
 
 // Restriction is one allow/deny filter. A nil set means "absent"; an empty

@@ -2,12 +2,13 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 )
 
-// The base+delta table must behave exactly like a plain map under any
-// sequence of adds and removes, across merges.
+// The table must behave exactly like a plain map under any
+// sequence of adds and removes, across versions.
 func TestToolTable_MatchesMapModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tab toolTable
@@ -52,6 +53,90 @@ func TestToolTable_MatchesMapModel(t *testing.T) {
 		if n != h.n {
 			t.Fatalf("snapshot changed: each %d, n %d", n, h.n)
 		}
+	}
+}
+
+// The trie must match a plain map whatever the hashes: every name of a few
+// full 64-bit collisions (buckets past the last level), hashes that share
+// all but their top bits (the longest paths), and ordinary ones; removals
+// fold nodes back up (canonical shape), and old versions never change.
+func TestToolTable_CollisionsAndDeepPathsMatchMapModel(t *testing.T) {
+	hashes := map[string]func(i int) uint64{
+		"full collisions": func(i int) uint64 { return uint64(i % 3) },
+		"top bits only":   func(i int) uint64 { return uint64(i%7) << 59 },
+		"ordinary":        func(i int) uint64 { return hashName(fmt.Sprint(i)) },
+	}
+	for kind, hash := range hashes {
+		t.Run(kind, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			var tab toolTable
+			model := map[string]*Entry{}
+			type snap struct {
+				tab  toolTable
+				want map[string]*Entry
+			}
+			var history []snap
+			for step := 0; step < 6000; step++ {
+				i := rng.IntN(200)
+				name := fmt.Sprintf("t%d", i)
+				if rng.IntN(3) == 0 {
+					tab = tab.withoutHashed(hash(i), name)
+					delete(model, name)
+				} else if _, ok := model[name]; !ok {
+					e := &Entry{ID: uint64(step), Name: name}
+					tab = tab.withHashed(hash(i), e)
+					model[name] = e
+				}
+				if tab.n != len(model) {
+					t.Fatalf("step %d: n = %d, model %d", step, tab.n, len(model))
+				}
+				if step%300 == 0 {
+					history = append(history, snap{tab, maps.Clone(model)})
+				}
+			}
+			for _, h := range history {
+				for i := range 200 {
+					name := fmt.Sprintf("t%d", i)
+					got, ok := h.tab.getHashed(hash(i), name)
+					if want := h.want[name]; got != want || ok != (want != nil) {
+						t.Fatalf("get(%q) = %v, %v; want %v", name, got, ok, want)
+					}
+				}
+				n := 0
+				h.tab.each(func(*Entry) { n++ })
+				if n != len(h.want) {
+					t.Fatalf("snapshot has %d entries, want %d", n, len(h.want))
+				}
+			}
+			// Removing everything leaves the empty table, and removing
+			// a name that is not there changes nothing.
+			for name := range model {
+				var i int
+				fmt.Sscanf(name, "t%d", &i)
+				tab = tab.withoutHashed(hash(i), name)
+			}
+			if tab.n != 0 || tab.root != nil {
+				t.Fatalf("emptied table: n = %d, root %v", tab.n, tab.root)
+			}
+			if got := tab.withoutHashed(hash(1), "t1"); got != tab {
+				t.Fatal("removing from an empty table changed it")
+			}
+		})
+	}
+}
+
+// A deletion folds single entries back up: after removing all but one of
+// many colliding names, the survivor sits in the root node.
+func TestToolTable_CanonicalAfterRemoval(t *testing.T) {
+	var tab toolTable
+	for i := range 5 {
+		tab = tab.withHashed(7, &Entry{Name: fmt.Sprint(i)})
+	}
+	for i := range 4 {
+		tab = tab.withoutHashed(7, fmt.Sprint(i))
+	}
+	if tab.root.nmap != 0 || len(tab.root.ents) != 1 || tab.root.ents[0].Name != "4" {
+		t.Fatalf("root after removals: nmap %b, %d entries", tab.root.nmap, len(tab.root.ents))
 	}
 }
 

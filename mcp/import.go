@@ -1,0 +1,678 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// The codes of an imported tool's failures that come from the MCP session
+// rather than from the tool (runtime.Result.Code returns them).
+const (
+	// CodeUnavailable: the server is gone. The session was closed (by
+	// either side), its transport broke, or the server crashed while the
+	// call was in flight. Once a call has seen the session closed, every
+	// later call of the same import fails with this code at once, without
+	// touching the session.
+	CodeUnavailable runtime.Code = "MCP_UNAVAILABLE"
+	// CodeError: the server answered tools/call with a JSON-RPC error (an
+	// unknown tool, invalid params, an internal error of the server), or
+	// its answer could not be read (for instance a content block of a kind
+	// the go-sdk does not know, which fails the SDK's decoding of the whole
+	// result).
+	CodeError runtime.Code = "MCP_ERROR"
+)
+
+// The error names paired with CodeUnavailable and CodeError.
+const (
+	NameUnavailable = "MCPUnavailableError"
+	NameError       = "MCPError"
+)
+
+// DefaultSyncTimeout bounds one re-sync of the tool list (all of its
+// tools/list pages) when WithSyncTimeout is not given.
+const DefaultSyncTimeout = 30 * time.Second
+
+// ImportOption configures Import. The options are WithPrefix, WithAllow,
+// WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout
+// and WithSyncErrorHandler.
+type ImportOption interface{ applyImport(*importConfig) }
+
+type importOptionFunc func(*importConfig)
+
+func (f importOptionFunc) applyImport(c *importConfig) { f(c) }
+
+type importConfig struct {
+	prefix      string
+	allow       map[string]bool // nil: every tool
+	callTimeout time.Duration
+	timeoutSet  bool // WithCallTimeout was given
+	classifier  func(tool *sdk.Tool, args json.RawMessage) bool
+	syncTimeout time.Duration
+	onError     func(error)
+}
+
+// WithPrefix puts prefix in front of every server tool name: the server's
+// "read" becomes the scope's prefix+"read". The server is still called by
+// its own name.
+func WithPrefix(prefix string) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.prefix = prefix })
+}
+
+// WithAllow imports only the server tools with these names (the server's
+// names, before any prefix). A name the server does not list is not an
+// error: it is imported if the server lists it later. Without WithAllow
+// every tool is imported; WithAllow() with no names imports none.
+func WithAllow(serverNames ...string) ImportOption {
+	return importOptionFunc(func(c *importConfig) {
+		c.allow = make(map[string]bool, len(serverNames))
+		for _, n := range serverNames {
+			c.allow[n] = true
+		}
+	})
+}
+
+// WithCallTimeout bounds each tools/call request: when d passes first, the
+// call fails with runtime.CodeToolTimeout ("tool call timed out after
+// <ms>ms") and the server is sent notifications/cancelled. The tools also
+// declare d as their Definition.Timeout, so a registry made with
+// runtime.WithTimeouts enforces the same bound around the whole pipeline.
+// d must be positive; Import refuses anything else.
+func WithCallTimeout(d time.Duration) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.callTimeout, c.timeoutSet = d, true })
+}
+
+// WithReadOnlyParallel classifies the tools whose MCP annotations say
+// readOnlyHint: true as parallel (runtime.Parallel), so a turn may overlap
+// them. Without it (and without WithClassifier) every imported tool is
+// exclusive: annotations are hints from the server, and toolscope fails
+// closed. It replaces an earlier WithClassifier.
+func WithReadOnlyParallel() ImportOption {
+	return WithClassifier(func(tool *sdk.Tool, _ json.RawMessage) bool {
+		return tool.Annotations != nil && tool.Annotations.ReadOnlyHint
+	})
+}
+
+// WithClassifier sets the classifier of every imported tool: a call is
+// parallel when f returns true for the tool (as the server listed it) and
+// the call's arguments. f must not change tool. A panic in f counts as
+// false (exclusive). It replaces an earlier WithReadOnlyParallel.
+func WithClassifier(f func(tool *sdk.Tool, args json.RawMessage) bool) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.classifier = f })
+}
+
+// WithSyncTimeout bounds each re-sync after notifications/tools/list_changed
+// (the tools/list requests, every page), from when it begins (a re-sync
+// waits for the one under way first, bounded by Close); the default is
+// DefaultSyncTimeout. d must be positive.
+func WithSyncTimeout(d time.Duration) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.syncTimeout = d })
+}
+
+// WithSyncErrorHandler receives the failures of the re-syncs that run on
+// their own after notifications/tools/list_changed (a failed tools/list, a
+// registration a change subscriber refused). Without it they are dropped;
+// the tools imported so far stay as they were. h is called on a re-sync's
+// goroutine, possibly on two at once. A Sync called by the program returns
+// its error instead.
+func WithSyncErrorHandler(h func(error)) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.onError = h })
+}
+
+// Skipped is a server tool that Import (or a re-sync) did not register,
+// and why.
+type Skipped struct {
+	// Tool is the server's name for the tool.
+	Tool string
+	// Reason says why, e.g. `tool name "run_code" is reserved`.
+	Reason string
+}
+
+// Imported is the handle of one Import: the tools it registered and the
+// re-syncs that keep them in step with the server. Its methods are safe
+// for concurrent use.
+type Imported struct {
+	session *sdk.ClientSession
+	group   *runtime.Scope // the owner group every tool is registered through
+	cfg     importConfig
+
+	// sem serializes syncs (Import's own, Sync, the re-syncs a
+	// notification starts) and Close's teardown: whoever holds it is the
+	// only one changing the registrations. holder is its goroutine, so a
+	// Close or Sync made from one of its own change notifications does not
+	// wait for itself.
+	sem    chan struct{}
+	holder atomic.Uint64
+
+	// closeCtx ends when Close begins: a re-sync in flight stops at its next
+	// step and a waiting one leaves.
+	closeCtx context.Context
+	cancel   context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool
+	pending bool // a re-sync is started and has not begun listing yet
+	tools   map[string]*importedTool
+	order   []string // server names in the order the server listed them
+	skipped []Skipped
+	wg      sync.WaitGroup // the re-sync goroutines
+
+	gone atomic.Bool // the session was seen closed
+}
+
+// importedTool is one registered server tool.
+type importedTool struct {
+	server  string // the server's name
+	name    string // the scope's name: prefix + server
+	print   string // the tool as listed, as JSON: a change replaces it
+	dispose func()
+}
+
+// Import registers every tool the MCP server of session lists (all
+// tools/list pages) into scope, as tools whose calls run through
+// toolscope's pipeline and then tools/call on the session. It returns once
+// they are registered, each with its own disposer, through an owner group
+// of scope (runtime.Scope.Group): Imported.Close disposes them all, and so
+// does disposing scope.
+//
+// What a tool gets from the server:
+//
+//   - Name: the server's name, after WithPrefix's prefix. A name toolscope
+//     cannot register is skipped, not fatal: empty, "run_code" (reserved,
+//     contract R107), listed twice, or already taken in scope's layer.
+//     Imported.Skipped lists them with the reason.
+//   - Description: the server's description.
+//   - Parameters: the server's inputSchema, as it is (not validated at
+//     registration, contract R33; not validated before the call either:
+//     the server validates its own arguments).
+//   - Output: with an outputSchema, the value of a success is the result's
+//     structuredContent, validated against that schema; the schema is the
+//     tool's Output.Schema when it fits toolscope's schema subset (contract
+//     R100), and is otherwise checked in the body by a full JSON Schema
+//     (2020-12) validator with the same INVALID_TOOL_OUTPUT code. The
+//     content is the value as one JSON text block. When the server's
+//     content is one text block of JSON equal to the structuredContent
+//     (what MCP asks servers to send beside it), that text is the value's
+//     JSON, so its key order and number literals survive the SDK's
+//     decoding; any other content blocks of such a result are not kept
+//     (the content a post-execute hook checks must be the content the
+//     model gets, so it is rendered from the value). Without an outputSchema, the value is
+//     the result's content blocks as a JSON array of MCP content objects
+//     and the content is those blocks (see ContentBlocks); a
+//     structuredContent the server sends anyway is not kept.
+//   - Mode: exclusive unless WithReadOnlyParallel or WithClassifier says
+//     otherwise.
+//   - Timeout: WithCallTimeout's, if given.
+//
+// A call sends the argument snapshot unchanged as the tools/call arguments
+// (a JSON null, which MCP does not allow, is sent as {}) with the body's
+// ctx, whose end the SDK sends to the server as notifications/cancelled.
+// An isError result becomes a failure whose message is the text of its
+// content (contract R69's wording for non-text blocks; a leading "Error: ",
+// toolscope's own failure prefix, is dropped, so the failure's content
+// reads as the server's), plain unless its _meta carries a toolscope code
+// under "toolscope/code" (as NewServer sends it), which becomes the
+// failure's code. A server that
+// is gone gives CodeUnavailable, a JSON-RPC error CodeError, the caller's
+// cancellation runtime.CodeAborted and WithCallTimeout's deadline
+// runtime.CodeToolTimeout — failures, never a hang beyond what the
+// transport itself takes to notice a dead peer.
+//
+// Re-syncs: when the server sends notifications/tools/list_changed, the
+// tools are listed again and the differences applied through the
+// registry's ordinary operations, so OnChange subscribers hear each one:
+// new tools are registered, removed ones disposed, changed ones (anything
+// in the listing: description, schemas, annotations, title, _meta) disposed
+// and registered again (a call made in that instant finds no tool:
+// runtime.CodeUnknownTool). For the notification to reach Import, the
+// client must be created with ToolListChangedHandler in its
+// sdk.ClientOptions (the go-sdk takes handlers only when the client is
+// made, and subscribes to the notification only when one is set):
+//
+//	client := sdk.NewClient(impl, &sdk.ClientOptions{ToolListChangedHandler: mcp.ToolListChangedHandler})
+//
+// The notification also needs the server to declare the tools capability
+// with listChanged when the session starts (a go-sdk server does when it
+// has a tool at that moment, or with ServerOptions.HasTools); for a
+// server that does not, call Imported.Sync.
+//
+// Re-syncs run one at a time, on their own goroutine, each bounded by
+// WithSyncTimeout and ended by Close; notifications arriving meanwhile
+// are folded into one more re-sync. Imported.Sync re-syncs on demand.
+//
+// Import fails, registering nothing, when ctx ends or the listing fails,
+// when an option is invalid, when scope is disposed, or when a change
+// subscriber refuses one of the registrations (contract R16; a re-sync
+// reports that refusal and goes on). The session stays the caller's:
+// Close does not close it, and closing it does not end the import —
+// call Close when done (until then the import is reachable from
+// ToolListChangedHandler, and its tools answer CodeUnavailable).
+func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSession, opts ...ImportOption) (*Imported, error) {
+	if ctx == nil {
+		return nil, errors.New("mcp: Import needs a ctx")
+	}
+	if scope == nil || session == nil {
+		return nil, errors.New("mcp: Import needs a scope and a session")
+	}
+	cfg := importConfig{syncTimeout: DefaultSyncTimeout}
+	for _, o := range opts {
+		if o != nil {
+			o.applyImport(&cfg)
+		}
+	}
+	if cfg.timeoutSet && cfg.callTimeout <= 0 {
+		return nil, fmt.Errorf("mcp: WithCallTimeout(%v): the timeout must be positive", cfg.callTimeout)
+	}
+	if cfg.syncTimeout <= 0 {
+		return nil, fmt.Errorf("mcp: WithSyncTimeout(%v): the timeout must be positive", cfg.syncTimeout)
+	}
+	group, err := scope.Group()
+	if err != nil {
+		return nil, fmt.Errorf("mcp: Import: %w", err)
+	}
+	im := &Imported{
+		session: session,
+		group:   group,
+		cfg:     cfg,
+		sem:     make(chan struct{}, 1),
+		tools:   make(map[string]*importedTool),
+	}
+	im.closeCtx, im.cancel = context.WithCancel(context.Background())
+	// Watch before the first listing: a change the server announces while
+	// it is under way starts a re-sync after it.
+	watch(im)
+	if err := im.sync(ctx, 0); err != nil {
+		im.Close()
+		return nil, fmt.Errorf("mcp: Import: %w", err)
+	}
+	return im, nil
+}
+
+// Tools returns the scope's names of the imported tools, in the order the
+// server listed them.
+func (im *Imported) Tools() []string {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	out := make([]string, 0, len(im.order))
+	for _, s := range im.order {
+		out = append(out, im.tools[s].name)
+	}
+	return out
+}
+
+// Skipped returns the server tools the last sync did not register, in the
+// order the server listed them.
+func (im *Imported) Skipped() []Skipped {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return append([]Skipped(nil), im.skipped...)
+}
+
+// Sync lists the server's tools now and applies the differences, as a
+// re-sync after notifications/tools/list_changed does. It waits for a
+// re-sync already under way (or for ctx), and returns the listing's error,
+// or the first registration error, if any. After Close it returns
+// ErrImportClosed. A Sync made from a change subscriber that hears one of a
+// sync's own changes returns an error at once instead of waiting for
+// itself.
+func (im *Imported) Sync(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("mcp: Sync needs a ctx")
+	}
+	return im.sync(ctx, 0)
+}
+
+// ErrImportClosed is returned by Sync after Close.
+var ErrImportClosed = errors.New("mcp: import closed")
+
+// Close stops the re-syncs and disposes every tool the import registered,
+// each through its own disposer (OnChange subscribers hear each removal).
+// It waits for a re-sync under way to stop — the listing is cancelled at
+// once, a registration in progress finishes — so no change of the import
+// happens after Close returns. Close is idempotent. Calls already running
+// finish; later calls of the names find no tool (runtime.CodeUnknownTool).
+// A change subscriber hearing one of a re-sync's own changes may call Close:
+// it disposes the tools at once, and the re-sync stops at its next step.
+func (im *Imported) Close() {
+	im.mu.Lock()
+	if im.closed {
+		im.mu.Unlock()
+		return
+	}
+	im.closed = true
+	im.mu.Unlock()
+	im.cancel()
+	unwatch(im)
+	if im.holder.Load() != 0 && im.holder.Load() == goroutineID() {
+		// Re-entrant: we are inside a sync's change notification, on its
+		// goroutine. It sees closed at its next step.
+		im.group.Dispose()
+		im.forgetAll()
+		return
+	}
+	im.sem <- struct{}{}
+	im.group.Dispose()
+	im.forgetAll()
+	<-im.sem
+	im.wg.Wait()
+}
+
+// forgetAll empties the import's record of its tools (they are disposed).
+func (im *Imported) forgetAll() {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	clear(im.tools)
+	im.order = nil
+}
+
+// resyncSoon starts a re-sync on its own goroutine unless one is already
+// waiting to begin (it will see the latest list).
+func (im *Imported) resyncSoon() {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.closed || im.pending {
+		return
+	}
+	im.pending = true
+	im.wg.Add(1)
+	go func() {
+		defer im.wg.Done()
+		// Waiting for a sync under way is bounded by Close only (giving up
+		// could miss the change this re-sync is for); the re-sync's own
+		// work by WithSyncTimeout.
+		if err := im.sync(im.closeCtx, im.cfg.syncTimeout); err != nil && !errors.Is(err, ErrImportClosed) && im.cfg.onError != nil {
+			im.cfg.onError(fmt.Errorf("mcp: re-sync of the tool list: %w", err))
+		}
+	}()
+}
+
+// sync lists the tools and applies the differences, one sync at a time.
+// ctx bounds the wait for the sync under way and the work; timeout, if
+// positive, bounds the work once it begins.
+func (im *Imported) sync(ctx context.Context, timeout time.Duration) error {
+	me := goroutineID()
+	if me != 0 && im.holder.Load() == me {
+		return errors.New("mcp: Sync called from a change notification of the import's own sync")
+	}
+	select {
+	case im.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-im.closeCtx.Done():
+		return ErrImportClosed
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	im.holder.Store(me)
+	defer func() {
+		im.holder.Store(0)
+		<-im.sem
+	}()
+	im.mu.Lock()
+	im.pending = false
+	closed := im.closed
+	im.mu.Unlock()
+	if closed {
+		return ErrImportClosed
+	}
+	if im.gone.Load() {
+		return unavailable("the session is closed")
+	}
+	// The listing ends with ctx or with Close.
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	unhook := context.AfterFunc(im.closeCtx, stop)
+	defer unhook()
+	var listed []*sdk.Tool
+	for t, err := range im.session.Tools(lctx, nil) {
+		if err != nil {
+			if im.closeCtx.Err() != nil {
+				return ErrImportClosed
+			}
+			if noTools(im.session, err) {
+				listed = nil
+				break
+			}
+			if closedForGood(err) {
+				im.gone.Store(true)
+			}
+			return fmt.Errorf("listing tools: %w", err)
+		}
+		listed = append(listed, t)
+	}
+	return im.apply(listed)
+}
+
+// apply makes the registrations match listed: removals first, then
+// replacements and additions in the server's order. It runs under sem.
+func (im *Imported) apply(listed []*sdk.Tool) error {
+	type want struct {
+		tool  *sdk.Tool
+		name  string
+		print string
+	}
+	var wants []want
+	var skipped []Skipped
+	seen := make(map[string]bool, len(listed))
+	for _, t := range listed {
+		if t == nil {
+			continue
+		}
+		if im.cfg.allow != nil && !im.cfg.allow[t.Name] {
+			continue
+		}
+		if seen[t.Name] {
+			skipped = append(skipped, Skipped{Tool: t.Name, Reason: fmt.Sprintf("the server lists tool %q more than once", t.Name)})
+			continue
+		}
+		seen[t.Name] = true
+		if reason := invalidName(t.Name, im.cfg.prefix+t.Name); reason != "" {
+			skipped = append(skipped, Skipped{Tool: t.Name, Reason: reason})
+			continue
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			skipped = append(skipped, Skipped{Tool: t.Name, Reason: "the tool cannot be encoded as JSON: " + err.Error()})
+			continue
+		}
+		wants = append(wants, want{tool: t, name: im.cfg.prefix + t.Name, print: string(b)})
+	}
+
+	// Removals: the tools no longer listed (or no longer importable).
+	im.mu.Lock()
+	current := make(map[string]*importedTool, len(im.tools))
+	for k, v := range im.tools {
+		current[k] = v
+	}
+	im.mu.Unlock()
+	listedNames := make(map[string]bool, len(wants))
+	for _, w := range wants {
+		listedNames[w.tool.Name] = true
+	}
+	for _, server := range im.snapshotOrder() {
+		if listedNames[server] {
+			continue
+		}
+		if im.isClosed() {
+			return ErrImportClosed
+		}
+		im.forget(server)
+		current[server].dispose()
+	}
+
+	// Additions and replacements, in the server's order. A changed tool's
+	// old version is disposed right before its new one is registered, so
+	// the name is missing for as short a time as the registry allows.
+	var firstErr error
+	for _, w := range wants {
+		old, had := current[w.tool.Name]
+		if had && old.print == w.print {
+			continue
+		}
+		if im.isClosed() {
+			return ErrImportClosed
+		}
+		def, err := im.definition(w.tool, w.name)
+		if had {
+			im.forget(w.tool.Name)
+			old.dispose()
+		}
+		if err != nil {
+			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
+			continue
+		}
+		dispose, err := im.group.Register(def)
+		if err != nil {
+			if errors.Is(err, runtime.ErrScopeDisposed) {
+				return err
+			}
+			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
+			if !errors.Is(err, runtime.ErrDuplicate) && !errors.Is(err, runtime.ErrInvalidDefinition) && runtimeCode(err) != runtime.CodeUnsupportedSchema && firstErr == nil {
+				firstErr = err // a change subscriber's failure, say (R16)
+			}
+			continue
+		}
+		im.mu.Lock()
+		if !im.closed { // else a subscriber closed the import while hearing this one
+			im.tools[w.tool.Name] = &importedTool{server: w.tool.Name, name: w.name, print: w.print, dispose: dispose}
+		}
+		im.mu.Unlock()
+	}
+
+	// The order of the listing, for Tools.
+	im.mu.Lock()
+	if im.closed {
+		im.mu.Unlock()
+		return ErrImportClosed
+	}
+	im.order = im.order[:0]
+	for _, w := range wants {
+		if _, ok := im.tools[w.tool.Name]; ok {
+			im.order = append(im.order, w.tool.Name)
+		}
+	}
+	im.skipped = skipped
+	im.mu.Unlock()
+	return firstErr
+}
+
+func (im *Imported) isClosed() bool {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return im.closed
+}
+
+func (im *Imported) snapshotOrder() []string {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	out := make([]string, 0, len(im.tools))
+	out = append(out, im.order...)
+	return out
+}
+
+func (im *Imported) forget(server string) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	delete(im.tools, server)
+	for i, s := range im.order {
+		if s == server {
+			im.order = append(im.order[:i], im.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// invalidName says why a tool cannot be registered under name, or "".
+func invalidName(server, name string) string {
+	switch {
+	case server == "":
+		return "the server tool has an empty name"
+	case name == "run_code":
+		return `tool name "run_code" is reserved`
+	}
+	return ""
+}
+
+// runtimeCode is the code of a coded error, or "".
+func runtimeCode(err error) runtime.Code {
+	var c runtime.Coded
+	if errors.As(err, &c) {
+		return runtime.Code(c.Code())
+	}
+	return ""
+}
+
+// ToolListChangedHandler is the handler to put in sdk.ClientOptions'
+// ToolListChangedHandler field of a client whose sessions are imported:
+// on notifications/tools/list_changed it starts a re-sync of every live
+// Import of the notifying session (and returns at once; the re-sync runs
+// on its own goroutine). A client that has its own handler calls this one
+// from it.
+func ToolListChangedHandler(_ context.Context, req *sdk.ToolListChangedRequest) {
+	if req == nil {
+		return
+	}
+	cs, ok := req.GetSession().(*sdk.ClientSession)
+	if !ok || cs == nil {
+		return
+	}
+	for _, im := range watching(cs) {
+		im.resyncSoon()
+	}
+}
+
+// watchers maps each session to its live imports.
+var watchers = struct {
+	mu sync.Mutex
+	m  map[*sdk.ClientSession][]*Imported
+}{m: make(map[*sdk.ClientSession][]*Imported)}
+
+func watch(im *Imported) {
+	watchers.mu.Lock()
+	defer watchers.mu.Unlock()
+	watchers.m[im.session] = append(watchers.m[im.session], im)
+}
+
+func unwatch(im *Imported) {
+	watchers.mu.Lock()
+	defer watchers.mu.Unlock()
+	list := watchers.m[im.session]
+	for i, x := range list {
+		if x == im {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(watchers.m, im.session)
+		return
+	}
+	watchers.m[im.session] = list
+}
+
+func watching(cs *sdk.ClientSession) []*Imported {
+	watchers.mu.Lock()
+	defer watchers.mu.Unlock()
+	return append([]*Imported(nil), watchers.m[cs]...)
+}
+
+// trimText shortens s for a message.
+func trimText(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
+}

@@ -1,0 +1,370 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"reflect"
+	goruntime "runtime"
+	"strings"
+	"syscall"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// contentSchema is the Output.Schema of a tool without an outputSchema: its
+// value is the result's content, an array of MCP content objects.
+var contentSchema = json.RawMessage(`{"type":"array","items":{"type":"object","properties":{"type":{"type":"string"}},"required":["type"]}}`)
+
+// definition builds the toolscope definition of a listed server tool.
+func (im *Imported) definition(tool *sdk.Tool, name string) (runtime.Definition, error) {
+	params, err := json.Marshal(tool.InputSchema)
+	if err != nil {
+		return runtime.Definition{}, fmt.Errorf("the inputSchema cannot be encoded as JSON: %v", err)
+	}
+	c := &caller{im: im, server: tool.Name, name: name}
+	def := runtime.Definition{
+		Name:        name,
+		Description: tool.Description,
+		Parameters:  json.RawMessage(params),
+		Execute:     c.execute,
+	}
+	if tool.OutputSchema == nil {
+		def.Output = &runtime.Output{Schema: contentSchema, Render: renderContent}
+	} else {
+		schema, err := json.Marshal(tool.OutputSchema)
+		if err != nil {
+			return runtime.Definition{}, fmt.Errorf("the outputSchema cannot be encoded as JSON: %v", err)
+		}
+		c.structured = true
+		if _, err := runtime.ValidateValue(json.RawMessage(schema), nil); err == nil {
+			// In the subset: the pipeline validates the value (R62).
+			def.Output = &runtime.Output{Schema: json.RawMessage(schema), Render: renderJSONText}
+		} else {
+			// Outside it: any value passes the pipeline, the body checks it.
+			var s jsonschema.Schema
+			if err := json.Unmarshal(schema, &s); err != nil {
+				return runtime.Definition{}, fmt.Errorf("the outputSchema is not a JSON schema: %v", err)
+			}
+			rs, err := s.Resolve(nil)
+			if err != nil {
+				return runtime.Definition{}, fmt.Errorf("the outputSchema cannot be used to validate: %v", err)
+			}
+			c.validator = rs
+			def.Output = &runtime.Output{Schema: json.RawMessage(`{}`), Render: renderJSONText}
+		}
+	}
+	if im.cfg.timeoutSet {
+		d := im.cfg.callTimeout
+		def.Timeout = &d
+	}
+	if f := im.cfg.classifier; f != nil {
+		listed := *tool // the classifier's own copy
+		def.IsConcurrencySafe = func(args json.RawMessage) (bool, error) {
+			return f(&listed, args), nil
+		}
+	}
+	return def, nil
+}
+
+// caller is the body of one imported tool.
+type caller struct {
+	im         *Imported
+	server     string // the name the server knows
+	name       string // the scope's name
+	structured bool   // the tool declares an outputSchema
+	validator  *jsonschema.Resolved
+}
+
+func (c *caller) execute(ctx context.Context, args json.RawMessage, _ *runtime.RunContext) (any, error) {
+	im := c.im
+	if im.gone.Load() {
+		return nil, unavailable("the session is closed")
+	}
+	var arguments any = args
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		arguments = nil // CallTool sends {}
+	}
+	callCtx := ctx
+	if im.cfg.timeoutSet {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, im.cfg.callTimeout)
+		defer cancel()
+	}
+	res, err := im.session.CallTool(callCtx, &sdk.CallToolParams{Name: c.server, Arguments: arguments})
+	if err != nil {
+		return nil, c.callError(ctx, callCtx, err)
+	}
+	if res == nil {
+		return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q returned no result", c.server))
+	}
+	if res.IsError {
+		return nil, toolError(res, c.server)
+	}
+	if c.structured {
+		return c.structuredValue(res)
+	}
+	return contentValue(res.Content)
+}
+
+// callError classifies a failed tools/call.
+func (c *caller) callError(ctx, callCtx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return runtime.NewError(runtime.NameAbort, runtime.CodeAborted, "tool call aborted")
+	case callCtx.Err() != nil:
+		return runtime.NewError(runtime.NameToolTimeout, runtime.CodeToolTimeout,
+			fmt.Sprintf("tool call timed out after %dms", c.im.cfg.callTimeout.Milliseconds()))
+	case isGone(err):
+		if closedForGood(err) {
+			c.im.gone.Store(true)
+		}
+		return unavailable(err.Error())
+	}
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %s (JSON-RPC error %d)", c.server, rpc.Message, rpc.Code))
+	}
+	return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %v", c.server, err))
+}
+
+// structuredValue is the value of a success of a tool with an outputSchema.
+func (c *caller) structuredValue(res *sdk.CallToolResult) (any, error) {
+	if res.StructuredContent == nil {
+		return nil, invalidOutput(c.name, "the result has no structuredContent, but the tool declares an outputSchema")
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil, invalidOutput(c.name, "structuredContent cannot be encoded as JSON: "+err.Error())
+	}
+	if text, ok := sameAsText(res); ok {
+		// The server's JSON text of the same value (as MCP asks it to
+		// send): its bytes keep the server's key order and number literals,
+		// which the SDK's decoding into Go maps loses.
+		b = []byte(text)
+	}
+	if c.validator != nil {
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, invalidOutput(c.name, "structuredContent is not JSON: "+err.Error())
+		}
+		if err := c.validator.Validate(v); err != nil {
+			return nil, invalidOutput(c.name, "structuredContent does not match the outputSchema: "+err.Error())
+		}
+	}
+	return json.RawMessage(b), nil
+}
+
+// sameAsText returns the text of a result whose content is one text block
+// holding JSON equal to its structuredContent.
+func sameAsText(res *sdk.CallToolResult) (string, bool) {
+	if len(res.Content) != 1 {
+		return "", false
+	}
+	t, ok := res.Content[0].(*sdk.TextContent)
+	if !ok {
+		return "", false
+	}
+	var fromText, structured any
+	if json.Unmarshal([]byte(t.Text), &fromText) != nil {
+		return "", false
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil || json.Unmarshal(b, &structured) != nil || !reflect.DeepEqual(fromText, structured) {
+		return "", false
+	}
+	return t.Text, true
+}
+
+// contentValue is the value of a success of a tool without an outputSchema:
+// the content blocks as a JSON array of MCP content objects.
+func contentValue(content []sdk.Content) (any, error) {
+	if content == nil {
+		return json.RawMessage(`[]`), nil
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return nil, runtime.NewError(NameError, CodeError, "the result's content cannot be encoded as JSON: "+err.Error())
+	}
+	return json.RawMessage(b), nil
+}
+
+// ContentBlocks maps MCP content, as the JSON array of MCP content objects
+// an imported tool without an outputSchema returns as its value, to
+// toolscope content blocks. It is that tool's renderer.
+//
+//   - text: runtime.Text(text) (the block's annotations and _meta are not
+//     kept);
+//   - every other kind — "image", "audio", "resource_link", "resource"
+//     (an embedded resource), and kinds toolscope does not know, such as
+//     "tool_use" and "tool_result" — becomes a runtime.Block whose Type is
+//     the MCP type and whose Data is the whole MCP content object, exactly
+//     as it came: {"type":"image","mimeType":"image/png","data":"<base64>"},
+//     {"type":"resource_link","uri":…,"name":…}, {"type":"resource",
+//     "resource":{"uri":…,"text":…}}, and so on.
+func ContentBlocks(content json.RawMessage) ([]runtime.Block, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(content, &items); err != nil {
+		return nil, fmt.Errorf("MCP content must be a JSON array of content objects: %v", err)
+	}
+	out := make([]runtime.Block, 0, len(items))
+	for i, item := range items {
+		var head struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(item, &head); err != nil || head.Type == "" {
+			return nil, fmt.Errorf("MCP content block %d has no type", i)
+		}
+		if head.Type == "text" && head.Text != nil {
+			out = append(out, runtime.Text(*head.Text))
+			continue
+		}
+		out = append(out, runtime.Block{Type: head.Type, Data: append(json.RawMessage(nil), item...)})
+	}
+	return out, nil
+}
+
+func renderContent(_, value json.RawMessage) ([]runtime.Block, error) { return ContentBlocks(value) }
+
+// renderJSONText renders a structured value as one text block of its JSON.
+func renderJSONText(_, value json.RawMessage) ([]runtime.Block, error) {
+	return []runtime.Block{runtime.Text(string(value))}, nil
+}
+
+// toolError is the failure of an isError result: a plain error with the
+// text of its content, or, when the result's _meta carries a code under
+// "toolscope/code" (a toolscope scope exported by NewServer, say), a
+// coded error with that code (and the runtime's name for it).
+func toolError(res *sdk.CallToolResult, server string) error {
+	msg := errorText(res.Content, server)
+	code, _ := res.Meta[MetaCode].(string)
+	if code == "" {
+		return errors.New(msg)
+	}
+	name, ok := codeNames[runtime.Code(code)]
+	if !ok {
+		name = NameToolError
+	}
+	return runtime.NewError(name, runtime.Code(code), msg)
+}
+
+// NameToolError is the error name of an isError result whose _meta
+// carries a code the runtime does not define.
+const NameToolError = "MCPToolError"
+
+// codeNames pairs the runtime's codes with their error names.
+var codeNames = map[runtime.Code]string{
+	runtime.CodeUnknownTool:           runtime.NameToolNotFound,
+	runtime.CodeInvalidArgs:           runtime.NameToolArgs,
+	runtime.CodeInvalidToolOutput:     runtime.NameToolOutput,
+	runtime.CodeAborted:               runtime.NameAbort,
+	runtime.CodeAbortedBeforeDispatch: runtime.NameAbort,
+	runtime.CodeToolTimeout:           runtime.NameToolTimeout,
+	runtime.CodeUnsupportedSchema:     runtime.NameJSONSchema,
+	runtime.CodeOverloaded:            runtime.NameOverloaded,
+	runtime.CodeClosed:                runtime.NameClosed,
+	runtime.CodeWouldDeadlock:         runtime.NameDeadlock,
+	CodeUnavailable:                   NameUnavailable,
+	CodeError:                         NameError,
+}
+
+// errorText is the message of an isError result: the text of its text
+// blocks and "[<type> content]" for the others, joined with "\n", less a
+// leading "Error: " — the prefix toolscope puts before a failure's
+// message in its content, so the failure's content is the server's text
+// as it was, not "Error: Error: …".
+func errorText(content []sdk.Content, server string) string {
+	var parts []string
+	for _, c := range content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, t.Text)
+			continue
+		}
+		parts = append(parts, "["+contentType(c)+" content]")
+	}
+	if msg := strings.TrimPrefix(strings.Join(parts, "\n"), "Error: "); msg != "" {
+		return msg
+	}
+	return fmt.Sprintf("MCP tool %q reported an error without content", server)
+}
+
+// contentType is the MCP type of a content block.
+func contentType(c sdk.Content) string {
+	b, err := c.MarshalJSON()
+	if err != nil {
+		return "unknown"
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(b, &head) != nil || head.Type == "" {
+		return "unknown"
+	}
+	return head.Type
+}
+
+func invalidOutput(name, violation string) error {
+	return runtime.NewError(runtime.NameToolOutput, runtime.CodeInvalidToolOutput,
+		fmt.Sprintf("tool %q returned invalid output: %s", name, violation))
+}
+
+func unavailable(detail string) error {
+	return runtime.NewError(NameUnavailable, CodeUnavailable, "MCP server unavailable: "+trimText(detail))
+}
+
+// closedForGood reports whether err says the session is closed: no later
+// request on it can succeed.
+func closedForGood(err error) bool {
+	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)
+}
+
+// noTools reports whether err is a server without the tools capability
+// refusing tools/list (JSON-RPC "method not found"): it has no tools.
+func noTools(cs *sdk.ClientSession, err error) bool {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound {
+		return false
+	}
+	init := cs.InitializeResult()
+	return init == nil || init.Capabilities == nil || init.Capabilities.Tools == nil
+}
+
+// isGone reports whether err says the session or its transport is gone.
+func isGone(err error) bool {
+	var ne net.Error
+	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne)
+}
+
+// goroutineID returns the current goroutine's id, parsed from the header of
+// its stack trace ("goroutine 123 [running]:"); 0 if it cannot be read. It
+// costs about a microsecond: only syncs and Close use it, to tell a call
+// made from one of a sync's own change notifications (on its goroutine)
+// from a concurrent one.
+func goroutineID() uint64 {
+	var buf [64]byte
+	n := goruntime.Stack(buf[:], false)
+	const prefix = "goroutine "
+	if n <= len(prefix) || string(buf[:len(prefix)]) != prefix {
+		return 0
+	}
+	var id uint64
+	for _, ch := range buf[len(prefix):n] {
+		if ch < '0' || ch > '9' {
+			break
+		}
+		id = id*10 + uint64(ch-'0')
+	}
+	return id
+}

@@ -1,0 +1,359 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// ErrInvalid is wrapped by every error of this package about bad input: a
+// schema Anthropic cannot take, a turn result that does not answer its
+// calls, a bad Model configuration.
+var ErrInvalid = errors.New("anthropic: invalid input")
+
+// Tools turns a scope's Schemas into Anthropic custom tools, in the same
+// order: the name, the description, and the parameter schema as
+// input_schema. Anthropic requires an object schema: a schema whose "type"
+// is present and not "object" (or that is not a JSON object at all) is an
+// error; a schema without "type" is sent as an object schema. "properties"
+// is sent as the exact bytes Schemas gave (so its key order is kept),
+// "required" as a list, every other keyword as an extra field.
+func Tools(schemas []runtime.ToolSchema) ([]sdk.ToolUnionParam, error) {
+	tools := make([]sdk.ToolUnionParam, 0, len(schemas))
+	for _, s := range schemas {
+		in, err := inputSchema(s.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tool %q: %v", ErrInvalid, s.Name, err)
+		}
+		t := &sdk.ToolParam{Name: s.Name, InputSchema: in}
+		if s.Description != "" {
+			t.Description = sdk.String(s.Description)
+		}
+		tools = append(tools, sdk.ToolUnionParam{OfTool: t})
+	}
+	return tools, nil
+}
+
+func inputSchema(params json.RawMessage) (in sdk.ToolInputSchemaParam, err error) {
+	// input_schema is required and the SDK omits a zero one: a schema
+	// without properties gets an empty properties object.
+	defer func() {
+		if in.Properties == nil {
+			in.Properties = json.RawMessage(`{}`)
+		}
+	}()
+	if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
+		return in, nil // no parameters: an empty object schema
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(params, &top); err != nil || top == nil {
+		return in, errors.New("input_schema must be a JSON object schema")
+	}
+	for k, v := range top {
+		switch k {
+		case "type":
+			var typ string
+			if err := json.Unmarshal(v, &typ); err != nil || typ != "object" {
+				return in, fmt.Errorf("input_schema type must be \"object\", got %s", v)
+			}
+		case "properties":
+			in.Properties = v
+		case "required":
+			if err := json.Unmarshal(v, &in.Required); err != nil {
+				return in, fmt.Errorf("input_schema required must be a list of names: %v", err)
+			}
+		default:
+			if in.ExtraFields == nil {
+				in.ExtraFields = make(map[string]any, len(top))
+			}
+			in.ExtraFields[k] = v
+		}
+	}
+	return in, nil
+}
+
+// Calls returns the tool_use blocks of an assistant message as turn calls,
+// in the order the model wrote them: the block's id and name as sent, and
+// its input as ArgumentsText, byte for byte as the SDK decoded it. Other
+// blocks (text, thinking, server tool use) are not calls.
+func Calls(msg *sdk.Message) []runtime.TurnCall {
+	if msg == nil {
+		return nil
+	}
+	var calls []runtime.TurnCall
+	for i := range msg.Content {
+		b := &msg.Content[i]
+		if b.Type != "tool_use" {
+			continue
+		}
+		calls = append(calls, runtime.TurnCall{ID: b.ID, Name: b.Name, ArgumentsText: string(b.Input)})
+	}
+	return calls
+}
+
+// ToolResults turns a turn's results into the one user message Anthropic
+// expects after an assistant message with tool_use blocks: one tool_result
+// block per call, in model order (res.Results[i] answers calls[i]),
+// carrying the call's id, then the turn's contexts as text blocks (the API
+// requires the tool_result blocks first; text may follow in the same
+// message).
+//
+// A failure sets is_error; its content is the result's content (the
+// runtime's "Error: <message>", or what a finalizer or post-execute
+// feedback put there), followed by a text block "[code: <CODE>]" when the
+// failure is coded (the notation of the OpenAI adapter), so
+// ABORTED_BEFORE_DISPATCH and the other codes reach the model. Content
+// blocks map as described in the package doc. It is an error when res
+// does not hold exactly one non-nil result per call.
+func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) (sdk.MessageParam, error) {
+	if res == nil {
+		return sdk.MessageParam{}, fmt.Errorf("%w: nil turn result", ErrInvalid)
+	}
+	if len(res.Results) != len(calls) {
+		return sdk.MessageParam{}, fmt.Errorf("%w: %d results for %d calls", ErrInvalid, len(res.Results), len(calls))
+	}
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(calls)+len(res.Contexts))
+	for i, c := range calls {
+		r := res.Results[i]
+		if r == nil {
+			return sdk.MessageParam{}, fmt.Errorf("%w: no result for call %q (position %d)", ErrInvalid, c.ID, i)
+		}
+		tr := &sdk.ToolResultBlockParam{ToolUseID: c.ID, Content: resultContent(r)}
+		if r.IsError() {
+			tr.IsError = sdk.Bool(true)
+		}
+		blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
+	}
+	for _, m := range res.Contexts {
+		if t := contextText(m); t != "" {
+			blocks = append(blocks, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: t}})
+		}
+	}
+	return sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}}, nil
+}
+
+// contextText renders a context message: its text, prefixed with its role
+// in brackets when that role is not "user" (a user message has no room for
+// another role).
+func contextText(m runtime.Message) string {
+	if m.Text == "" {
+		return ""
+	}
+	if m.Role == "" || m.Role == "user" {
+		return m.Text
+	}
+	return "[" + m.Role + "] " + m.Text
+}
+
+func resultContent(r *runtime.Result) []sdk.ToolResultBlockParamContentUnion {
+	blocks := r.Content()
+	var out []sdk.ToolResultBlockParamContentUnion
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			if b.Text == "" {
+				continue // the API rejects empty text blocks
+			}
+			out = append(out, textContent(b.Text))
+		case "image":
+			out = append(out, imageBlock(b.Data))
+		default:
+			out = append(out, textContent(otherText(b)))
+		}
+	}
+	if r.IsError() {
+		if len(out) == 0 {
+			out = append(out, textContent("Error: "+r.ErrorMessage()))
+		}
+		if code := r.Code(); code != "" {
+			out = append(out, textContent("[code: "+string(code)+"]"))
+		}
+	}
+	return out
+}
+
+func textContent(s string) sdk.ToolResultBlockParamContentUnion {
+	return sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: s}}
+}
+
+// otherText renders a block Anthropic has no equivalent for: its type, then
+// its text and its Data JSON as they are.
+func otherText(b runtime.Block) string {
+	var sb strings.Builder
+	sb.WriteString("[")
+	sb.WriteString(b.Type)
+	sb.WriteString("]")
+	if b.Text != "" {
+		sb.WriteString(" ")
+		sb.WriteString(b.Text)
+	}
+	if len(b.Data) > 0 {
+		sb.WriteString(" ")
+		sb.Write(b.Data)
+	}
+	return sb.String()
+}
+
+// ImageData is the Data of a runtime.Block of Type "image" that the adapters
+// accept: either base64 bytes with their media type, or a URL. The media
+// type may also be spelled "mimeType" (MCP's image content) or
+// "mime_type".
+//
+//	{"media_type": "image/png", "data": "<base64>"}
+//	{"url": "https://example.com/cat.png"}
+type ImageData struct {
+	MediaType string `json:"media_type,omitempty"`
+	MimeType  string `json:"mimeType,omitempty"`
+	MimeType2 string `json:"mime_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// Type returns the media type, whichever way it was spelled.
+func (d ImageData) Type() string {
+	switch {
+	case d.MediaType != "":
+		return d.MediaType
+	case d.MimeType != "":
+		return d.MimeType
+	}
+	return d.MimeType2
+}
+
+// Media types Anthropic accepts for base64 images.
+var imageTypes = map[string]sdk.Base64ImageSourceMediaType{
+	"image/jpeg": sdk.Base64ImageSourceMediaTypeImageJPEG,
+	"image/png":  sdk.Base64ImageSourceMediaTypeImagePNG,
+	"image/gif":  sdk.Base64ImageSourceMediaTypeImageGIF,
+	"image/webp": sdk.Base64ImageSourceMediaTypeImageWebP,
+}
+
+// imageBlock maps an image block to an image source. An image Anthropic
+// cannot take (malformed Data, an unsupported media type) becomes a text
+// block saying so: one bad block must not cost the turn its results.
+func imageBlock(data json.RawMessage) sdk.ToolResultBlockParamContentUnion {
+	var d ImageData
+	if err := json.Unmarshal(data, &d); err != nil {
+		return textContent(`[image omitted: its data is not {"media_type","data"} or {"url"}]`)
+	}
+	switch {
+	case d.URL != "" && d.Data == "":
+		return sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
+			Source: sdk.ImageBlockParamSourceUnion{OfURL: &sdk.URLImageSourceParam{URL: d.URL}}}}
+	case d.Data != "" && d.URL == "":
+		if _, err := base64.StdEncoding.DecodeString(d.Data); err != nil {
+			return textContent("[image omitted: its data is not standard base64]")
+		}
+		mt, ok := imageTypes[d.Type()]
+		if !ok {
+			return textContent(fmt.Sprintf("[image of type %q omitted: Anthropic accepts image/jpeg, image/png, image/gif and image/webp]", d.Type()))
+		}
+		return sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
+			Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{Data: d.Data, MediaType: mt}}}}
+	}
+	return textContent(`[image omitted: its data must hold exactly one of "data" and "url"]`)
+}
+
+// Model is an Anthropic model behind the Messages API, as an
+// agent.Model[sdk.MessageParam]. Each Generate sends Params with the
+// transcript as Messages, the step's tools after any tools Params already
+// holds, and the parallel flag in tool_choice.
+type Model struct {
+	client  sdk.Client
+	params  sdk.MessageNewParams
+	options []option.RequestOption
+}
+
+var _ agent.Model[sdk.MessageParam] = (*Model)(nil)
+
+// New returns a Model sending params (at least Model; MaxTokens, System,
+// Temperature and the rest as wanted) through client, with opts added to
+// every request. params.Messages must be empty: the transcript given to
+// agent.Run carries the conversation.
+func New(client sdk.Client, params sdk.MessageNewParams, opts ...option.RequestOption) (*Model, error) {
+	if params.Model == "" {
+		return nil, fmt.Errorf("%w: params.Model is empty", ErrInvalid)
+	}
+	if len(params.Messages) != 0 {
+		return nil, fmt.Errorf("%w: params.Messages must be empty (the transcript carries the conversation)", ErrInvalid)
+	}
+	return &Model{client: client, params: params, options: opts}, nil
+}
+
+// Request builds the request Generate sends: params with the transcript,
+// the tools, and, when there is at least one tool, tool_choice's
+// disable_parallel_tool_use set to !parallel (on the tool_choice params
+// already holds, or on {"type":"auto"}; "none" has no such flag and is
+// kept). Without tools, tool_choice is left as params has it.
+func (m *Model) Request(transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool) (sdk.MessageNewParams, error) {
+	p := m.params
+	p.Messages = transcript
+	if len(tools) == 0 {
+		return p, nil
+	}
+	ts, err := Tools(tools)
+	if err != nil {
+		return p, err
+	}
+	p.Tools = append(append(make([]sdk.ToolUnionParam, 0, len(m.params.Tools)+len(ts)), m.params.Tools...), ts...)
+	disable := sdk.Bool(!parallel)
+	switch tc := p.ToolChoice; {
+	case tc.OfAny != nil:
+		v := *tc.OfAny
+		v.DisableParallelToolUse = disable
+		p.ToolChoice = sdk.ToolChoiceUnionParam{OfAny: &v}
+	case tc.OfTool != nil:
+		v := *tc.OfTool
+		v.DisableParallelToolUse = disable
+		p.ToolChoice = sdk.ToolChoiceUnionParam{OfTool: &v}
+	case tc.OfNone != nil:
+	case tc.OfAuto != nil:
+		v := *tc.OfAuto
+		v.DisableParallelToolUse = disable
+		p.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &v}
+	default:
+		p.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{DisableParallelToolUse: disable}}
+	}
+	return p, nil
+}
+
+// Generate sends one Messages request and returns the assistant message
+// (as its param, ready to send back), its tool_use blocks as calls, and the
+// stop reason as sent ("tool_use", "end_turn", "max_tokens", …). Calls are
+// returned whatever the stop reason: every tool_use block needs a
+// tool_result in the next message.
+func (m *Model) Generate(ctx context.Context, transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool) (agent.Reply[sdk.MessageParam], error) {
+	p, err := m.Request(transcript, tools, parallel)
+	if err != nil {
+		return agent.Reply[sdk.MessageParam]{}, err
+	}
+	msg, err := m.client.Messages.New(ctx, p, m.options...)
+	if err != nil {
+		return agent.Reply[sdk.MessageParam]{}, err
+	}
+	reply := agent.Reply[sdk.MessageParam]{Calls: Calls(msg), StopReason: string(msg.StopReason)}
+	if len(msg.Content) > 0 {
+		// An empty assistant message cannot be sent back; there is nothing
+		// to keep.
+		reply.Messages = []sdk.MessageParam{msg.ToParam()}
+	}
+	return reply, nil
+}
+
+// ToolResults returns the one user message of ToolResults.
+func (m *Model) ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]sdk.MessageParam, error) {
+	msg, err := ToolResults(calls, res)
+	if err != nil {
+		return nil, err
+	}
+	return []sdk.MessageParam{msg}, nil
+}

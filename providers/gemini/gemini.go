@@ -1,0 +1,354 @@
+package gemini
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/runtime"
+	"google.golang.org/genai"
+)
+
+// ErrInvalid is wrapped by every error of this package about bad input: a
+// turn result that does not answer its calls, a response without a
+// candidate, a bad Model configuration.
+var ErrInvalid = errors.New("gemini: invalid input")
+
+// Tools turns a scope's Schemas into one Gemini tool holding a function
+// declaration per schema, in the same order, the parameter schema passed
+// as ParametersJsonSchema exactly as Schemas gave it (JSON Schema; Gemini
+// reads it as such, not as its OpenAPI-subset Schema type). No schemas
+// give no tool.
+func Tools(schemas []runtime.ToolSchema) []*genai.Tool {
+	if len(schemas) == 0 {
+		return nil
+	}
+	decls := make([]*genai.FunctionDeclaration, len(schemas))
+	for i, s := range schemas {
+		d := &genai.FunctionDeclaration{Name: s.Name, Description: s.Description}
+		if len(s.Parameters) > 0 {
+			d.ParametersJsonSchema = s.Parameters
+		}
+		decls[i] = d
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}
+}
+
+// CallID is the id Calls gives the i-th function call (0-based) of the
+// model's step-th content (1-based) when the model sent none:
+// "call_<step>_<i>". Ids the model sends are kept.
+func CallID(step, i int) string {
+	return "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+}
+
+// Calls returns the FunctionCall parts of a model content as turn calls, in
+// the order the model wrote them, and the content to keep in the
+// transcript: content itself when every call carries an id, otherwise a
+// copy whose calls without one carry CallID(step, i), so the transcript's
+// call and the FunctionResponse that answers it carry the same id and name
+// (Gemini matches them by id when present, by order otherwise; both hold).
+// The copy keeps every other part and field (thought signatures included).
+//
+// Gemini sends arguments as a JSON object the SDK decodes into a map, so
+// ArgumentsText is that map re-encoded: keys sorted, numbers as float64
+// (an integer beyond 2^53 loses precision); no arguments give "{}".
+func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content, error) {
+	if content == nil {
+		return nil, nil, nil
+	}
+	var calls []runtime.TurnCall
+	var parts []*genai.Part // the copied parts, once an id had to be made
+	for i, p := range content.Parts {
+		if p == nil || p.FunctionCall == nil {
+			continue
+		}
+		fc := p.FunctionCall
+		args := "{}"
+		if fc.Args != nil {
+			b, err := json.Marshal(fc.Args)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: function call %q: arguments: %v", ErrInvalid, fc.Name, err)
+			}
+			args = string(b)
+		}
+		id := fc.ID
+		if id == "" {
+			id = CallID(step, len(calls))
+			if parts == nil {
+				parts = append([]*genai.Part(nil), content.Parts...)
+			}
+			np, nfc := *p, *fc
+			nfc.ID = id
+			np.FunctionCall = &nfc
+			parts[i] = &np
+		}
+		calls = append(calls, runtime.TurnCall{ID: id, Name: fc.Name, ArgumentsText: args})
+	}
+	if parts == nil {
+		return calls, content, nil
+	}
+	return calls, &genai.Content{Role: content.Role, Parts: parts}, nil
+}
+
+// ToolResults turns a turn's results into the contents to append: one
+// user-role content holding one FunctionResponse part per call, in model
+// order (res.Results[i] answers calls[i]), with the call's id and name,
+// then, when the turn has contexts, a second user-role content with one
+// text part per context. Gemini requires the function-response content to
+// hold only the responses to the preceding call turn, so the contexts
+// cannot share it.
+//
+// A success's response is {"output": <its text>}; a failure's is
+// {"error": {"message": <message>, "code": <CODE>}} (code only when the
+// failure is coded), plus "details" with its text when its content says
+// more than the runtime's "Error: <message>". Image blocks travel as the
+// response's parts (Gemini's multimodal function responses); other blocks
+// are rendered into the text as the package doc says. It is an error when
+// res does not hold exactly one non-nil result per call.
+func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]*genai.Content, error) {
+	if res == nil {
+		return nil, fmt.Errorf("%w: nil turn result", ErrInvalid)
+	}
+	if len(res.Results) != len(calls) {
+		return nil, fmt.Errorf("%w: %d results for %d calls", ErrInvalid, len(res.Results), len(calls))
+	}
+	parts := make([]*genai.Part, len(calls))
+	for i, c := range calls {
+		r := res.Results[i]
+		if r == nil {
+			return nil, fmt.Errorf("%w: no result for call %q (position %d)", ErrInvalid, c.ID, i)
+		}
+		parts[i] = &genai.Part{FunctionResponse: response(c, r)}
+	}
+	out := []*genai.Content{{Role: genai.RoleUser, Parts: parts}}
+	var ctxParts []*genai.Part
+	for _, m := range res.Contexts {
+		if t := contextText(m); t != "" {
+			ctxParts = append(ctxParts, &genai.Part{Text: t})
+		}
+	}
+	if len(ctxParts) > 0 {
+		out = append(out, &genai.Content{Role: genai.RoleUser, Parts: ctxParts})
+	}
+	return out, nil
+}
+
+// contextText renders a context message: its text, prefixed with its role
+// in brackets when that role is not "user".
+func contextText(m runtime.Message) string {
+	if m.Text == "" {
+		return ""
+	}
+	if m.Role == "" || m.Role == genai.RoleUser {
+		return m.Text
+	}
+	return "[" + m.Role + "] " + m.Text
+}
+
+func response(c runtime.TurnCall, r *runtime.Result) *genai.FunctionResponse {
+	var texts []string
+	var media []*genai.FunctionResponsePart
+	for _, b := range r.Content() {
+		switch b.Type {
+		case "text":
+			if b.Text != "" {
+				texts = append(texts, b.Text)
+			}
+		case "image":
+			if p, omitted := imagePart(b.Data); p != nil {
+				media = append(media, p)
+			} else {
+				texts = append(texts, omitted)
+			}
+		default:
+			texts = append(texts, otherText(b))
+		}
+	}
+	text := strings.Join(texts, "\n")
+	fr := &genai.FunctionResponse{ID: c.ID, Name: c.Name, Parts: media}
+	if !r.IsError() {
+		fr.Response = map[string]any{"output": text}
+		return fr
+	}
+	e := map[string]any{"message": r.ErrorMessage()}
+	if code := r.Code(); code != "" {
+		e["code"] = string(code)
+	}
+	if text != "" && text != "Error: "+r.ErrorMessage() {
+		e["details"] = text
+	}
+	fr.Response = map[string]any{"error": e}
+	return fr
+}
+
+// otherText renders a block Gemini has no equivalent for: its type, then
+// its text and its Data JSON as they are.
+func otherText(b runtime.Block) string {
+	var sb strings.Builder
+	sb.WriteString("[")
+	sb.WriteString(b.Type)
+	sb.WriteString("]")
+	if b.Text != "" {
+		sb.WriteString(" ")
+		sb.WriteString(b.Text)
+	}
+	if len(b.Data) > 0 {
+		sb.WriteString(" ")
+		sb.Write(b.Data)
+	}
+	return sb.String()
+}
+
+// ImageData is the Data of a runtime.Block of Type "image" that the adapters
+// accept: base64 bytes with their media type, or a URL (for Gemini a file
+// URI, with its media type). The media type may also be spelled
+// "mimeType" (MCP's image content) or "mime_type".
+//
+//	{"media_type": "image/png", "data": "<base64>"}
+//	{"url": "gs://bucket/cat.png", "media_type": "image/png"}
+type ImageData struct {
+	MediaType string `json:"media_type,omitempty"`
+	MimeType  string `json:"mimeType,omitempty"`
+	MimeType2 string `json:"mime_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// Type returns the media type, whichever way it was spelled.
+func (d ImageData) Type() string {
+	switch {
+	case d.MediaType != "":
+		return d.MediaType
+	case d.MimeType != "":
+		return d.MimeType
+	}
+	return d.MimeType2
+}
+
+// imagePart maps an image block to a function response part, or, when
+// Gemini cannot take it (malformed Data, no media type), to the text that
+// says so: one bad block must not cost the turn its results.
+func imagePart(data json.RawMessage) (*genai.FunctionResponsePart, string) {
+	var d ImageData
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, `[image omitted: its data is not {"media_type","data"} or {"url","media_type"}]`
+	}
+	if d.Type() == "" {
+		return nil, "[image omitted: it has no media type, which Gemini requires]"
+	}
+	switch {
+	case d.URL != "" && d.Data == "":
+		return &genai.FunctionResponsePart{FileData: &genai.FunctionResponseFileData{FileURI: d.URL, MIMEType: d.Type()}}, ""
+	case d.Data != "" && d.URL == "":
+		raw, err := base64.StdEncoding.DecodeString(d.Data)
+		if err != nil {
+			return nil, "[image omitted: its data is not standard base64]"
+		}
+		return &genai.FunctionResponsePart{InlineData: &genai.FunctionResponseBlob{MIMEType: d.Type(), Data: raw}}, ""
+	}
+	return nil, `[image omitted: its data must hold exactly one of "data" and "url"]`
+}
+
+// Model is a Gemini model behind GenerateContent, as an
+// agent.Model[*genai.Content]. Each Generate sends the transcript as the
+// contents and the step's tools after any tools the config already holds.
+//
+// Gemini has no parallel-tool-calls flag, so Generate ignores the loop's
+// parallel argument: the model may always ask for several calls at once,
+// and toolscope's scheduler still runs an exclusive tool alone (R36, R92),
+// so nothing unsafe overlaps; it only queues.
+type Model struct {
+	models *genai.Models
+	name   string
+	config *genai.GenerateContentConfig
+}
+
+var _ agent.Model[*genai.Content] = (*Model)(nil)
+
+// New returns a Model asking the model name through client, with config
+// (system instruction, temperature, tool config, …; may be nil) on every
+// request. It is never modified.
+func New(client *genai.Client, name string, config *genai.GenerateContentConfig) (*Model, error) {
+	if client == nil || client.Models == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: empty model name", ErrInvalid)
+	}
+	if config != nil {
+		c := *config
+		if si := c.SystemInstruction; si != nil && si.Role == "" {
+			// The SDK sets a missing role on the config it is given: give
+			// it a copy, so the caller's config stays as it was and
+			// concurrent Generates share nothing it writes to.
+			c.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: si.Parts}
+		}
+		config = &c
+	}
+	return &Model{models: client.Models, name: name, config: config}, nil
+}
+
+// Config returns the config Generate sends with tools: a shallow copy of
+// the Model's config whose Tools are its own followed by Tools(tools).
+func (m *Model) Config(tools []runtime.ToolSchema) *genai.GenerateContentConfig {
+	var c genai.GenerateContentConfig
+	if m.config != nil {
+		c = *m.config
+	}
+	if ts := Tools(tools); ts != nil {
+		c.Tools = append(append(make([]*genai.Tool, 0, len(c.Tools)+1), c.Tools...), ts...)
+	}
+	return &c
+}
+
+// Generate sends one GenerateContent request and returns the first
+// candidate's content (with generated call ids, see Calls), its function
+// calls, and its finish reason as sent ("STOP", "MAX_TOKENS",
+// "MALFORMED_FUNCTION_CALL", …). A response without candidates (a blocked
+// prompt) is an error naming the block reason. The step for generated ids
+// is one more than the number of model contents in the transcript.
+func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools []runtime.ToolSchema, _ bool) (agent.Reply[*genai.Content], error) {
+	resp, err := m.models.GenerateContent(ctx, m.name, transcript, m.Config(tools))
+	if err != nil {
+		return agent.Reply[*genai.Content]{}, err
+	}
+	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+		reason := "none given"
+		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			reason = string(pf.BlockReason)
+			if pf.BlockReasonMessage != "" {
+				reason += ": " + pf.BlockReasonMessage
+			}
+		}
+		return agent.Reply[*genai.Content]{}, fmt.Errorf("%w: response without candidates (block reason: %s)", ErrInvalid, reason)
+	}
+	cand := resp.Candidates[0]
+	step := 1
+	for _, c := range transcript {
+		if c != nil && c.Role == genai.RoleModel {
+			step++
+		}
+	}
+	calls, content, err := Calls(cand.Content, step)
+	if err != nil {
+		return agent.Reply[*genai.Content]{}, err
+	}
+	reply := agent.Reply[*genai.Content]{Calls: calls, StopReason: string(cand.FinishReason)}
+	if content != nil && len(content.Parts) > 0 {
+		if content.Role == "" {
+			content = &genai.Content{Role: genai.RoleModel, Parts: content.Parts}
+		}
+		reply.Messages = []*genai.Content{content}
+	}
+	return reply, nil
+}
+
+// ToolResults returns the contents of ToolResults.
+func (m *Model) ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]*genai.Content, error) {
+	return ToolResults(calls, res)
+}

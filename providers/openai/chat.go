@@ -1,0 +1,166 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// ChatTools turns a scope's Schemas into Chat Completions function tools,
+// in the same order. Each tool's strict flag follows StrictParameters: true
+// (with the closed schema) where the schema lies in OpenAI's strict
+// subset, false otherwise; it is always sent explicitly.
+//
+// The parameter schema travels as raw JSON (an extra field of the function
+// definition), so its key order reaches the API; the definition's
+// Parameters map is left empty.
+func ChatTools(schemas []runtime.ToolSchema) ([]oai.ChatCompletionToolUnionParam, error) {
+	if len(schemas) == 0 {
+		return nil, nil
+	}
+	tools := make([]oai.ChatCompletionToolUnionParam, len(schemas))
+	fns := make([]oai.ChatCompletionFunctionToolParam, len(schemas))
+	for i, s := range schemas {
+		params, strict, err := StrictParameters(s.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("openai: tool %q: %w", s.Name, err)
+		}
+		fn := shared.FunctionDefinitionParam{Name: s.Name, Strict: param.NewOpt(strict)}
+		if s.Description != "" {
+			fn.Description = param.NewOpt(s.Description)
+		}
+		fn.SetExtraFields(map[string]any{"parameters": params})
+		fns[i].Function = fn
+		tools[i].OfFunction = &fns[i]
+	}
+	return tools, nil
+}
+
+// ChatCalls returns the tool calls of an assistant message as turn calls,
+// in the message's order, with ids, names and argument text exactly as the
+// model sent them: empty or invalid argument text is the turn's business
+// (R91: empty means {}, invalid JSON reaches the tool as the raw string).
+// A custom tool call is a call too (its input is its argument text): every
+// call must be answered by a tool message, so none is skipped.
+func ChatCalls(msg oai.ChatCompletionMessage) []runtime.TurnCall {
+	if len(msg.ToolCalls) == 0 {
+		return nil
+	}
+	calls := make([]runtime.TurnCall, 0, len(msg.ToolCalls))
+	for _, tc := range msg.ToolCalls {
+		c := runtime.TurnCall{ID: tc.ID, Name: tc.Function.Name, ArgumentsText: tc.Function.Arguments}
+		if tc.Type == "custom" {
+			c.Name, c.ArgumentsText = tc.Custom.Name, tc.Custom.Input
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+// ChatToolMessages turns a turn's results into Chat Completions messages:
+// one tool message per call, in model order (res.Results[i] answers
+// calls[i], with tool_call_id calls[i].ID), then one message per context
+// of the turn, in order. Tool messages carry text only, so each result is
+// rendered by ResultText (images become placeholders; error results keep
+// their message and code). A context's role maps as contextRole says:
+// system, developer, user and assistant as they are, anything else as a
+// user message.
+//
+// It fails, without output, when res does not hold exactly one non-nil
+// result per call or a call has no id; it never drops or invents one.
+func ChatToolMessages(calls []runtime.TurnCall, res *runtime.TurnResult) ([]oai.ChatCompletionMessageParamUnion, error) {
+	if err := checkTurn(calls, res); err != nil {
+		return nil, err
+	}
+	msgs := make([]oai.ChatCompletionMessageParamUnion, 0, len(calls)+len(res.Contexts))
+	for i, r := range res.Results {
+		msgs = append(msgs, oai.ToolMessage(ResultText(r), calls[i].ID))
+	}
+	for _, m := range res.Contexts {
+		msgs = append(msgs, chatContext(m))
+	}
+	return msgs, nil
+}
+
+func chatContext(m runtime.Message) oai.ChatCompletionMessageParamUnion {
+	role, text := contextRole(m)
+	switch role {
+	case "system":
+		return oai.SystemMessage(text)
+	case "developer":
+		return oai.DeveloperMessage(text)
+	case "assistant":
+		return oai.AssistantMessage(text)
+	}
+	return oai.UserMessage(text)
+}
+
+// ChatModel is an agent.Model on the Chat Completions API, through the
+// official client. Every step sends Params with the transcript as its
+// messages, the scope's tools (ChatTools) and parallel_tool_calls set to
+// the loop's flag; with no tools, neither tools nor parallel_tool_calls
+// is sent.
+type ChatModel struct {
+	client  *oai.Client
+	params  oai.ChatCompletionNewParams
+	options []option.RequestOption
+}
+
+var _ agent.Model[oai.ChatCompletionMessageParamUnion] = (*ChatModel)(nil)
+
+// NewChatModel returns a ChatModel that asks client with params (the
+// model name, temperature, ...). params.Messages, Tools and
+// ParallelToolCalls are set per step; whatever they hold is replaced. opts
+// are passed to every request.
+func NewChatModel(client *oai.Client, params oai.ChatCompletionNewParams, opts ...option.RequestOption) *ChatModel {
+	return &ChatModel{client: client, params: params, options: opts}
+}
+
+// ErrNoChoice reports a chat completion without a choice.
+var ErrNoChoice = errors.New("openai: chat completion has no choices")
+
+// Generate asks for the next assistant message. It returns that message
+// (as the param the next request sends), its tool calls (ChatCalls) and
+// the finish reason as sent ("stop", "tool_calls", "length", ...). With
+// n > 1 only the first choice is used.
+func (m *ChatModel) Generate(ctx context.Context, transcript []oai.ChatCompletionMessageParamUnion, tools []runtime.ToolSchema, parallel bool) (agent.Reply[oai.ChatCompletionMessageParamUnion], error) {
+	var reply agent.Reply[oai.ChatCompletionMessageParamUnion]
+	if m == nil || m.client == nil {
+		return reply, errors.New("openai: ChatModel has no client")
+	}
+	p := m.params
+	p.Messages = transcript
+	p.Tools, p.ParallelToolCalls = nil, param.Opt[bool]{}
+	if len(tools) > 0 {
+		t, err := ChatTools(tools)
+		if err != nil {
+			return reply, err
+		}
+		p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
+	}
+	resp, err := m.client.Chat.Completions.New(ctx, p, m.options...)
+	if err != nil {
+		return reply, err
+	}
+	if len(resp.Choices) == 0 {
+		return reply, ErrNoChoice
+	}
+	choice := resp.Choices[0]
+	reply.Messages = []oai.ChatCompletionMessageParamUnion{choice.Message.ToParam()}
+	reply.Calls = ChatCalls(choice.Message)
+	reply.StopReason = choice.FinishReason
+	return reply, nil
+}
+
+// ToolResults is ChatToolMessages.
+func (m *ChatModel) ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]oai.ChatCompletionMessageParamUnion, error) {
+	return ChatToolMessages(calls, res)
+}

@@ -1,0 +1,234 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// ResponseTools turns a scope's Schemas into Responses API function tools,
+// in the same order, with the strict flag and schema of StrictParameters
+// (always sent; the API requires it). As in ChatTools the schema travels
+// as raw JSON so its key order is kept, and Parameters is left empty.
+func ResponseTools(schemas []runtime.ToolSchema) ([]responses.ToolUnionParam, error) {
+	if len(schemas) == 0 {
+		return nil, nil
+	}
+	tools := make([]responses.ToolUnionParam, len(schemas))
+	fns := make([]responses.FunctionToolParam, len(schemas))
+	for i, s := range schemas {
+		params, strict, err := StrictParameters(s.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("openai: tool %q: %w", s.Name, err)
+		}
+		fn := &fns[i]
+		fn.Name, fn.Strict = s.Name, param.NewOpt(strict)
+		if s.Description != "" {
+			fn.Description = param.NewOpt(s.Description)
+		}
+		fn.SetExtraFields(map[string]any{"parameters": params})
+		tools[i].OfFunction = fn
+	}
+	return tools, nil
+}
+
+// ResponseCalls returns the function_call items of a response's output as
+// turn calls, in output order: the id is the item's call_id (what
+// function_call_output answers), name and argument text exactly as sent
+// (R91 decides what empty or invalid text means). Other items (messages,
+// reasoning, hosted tool calls the API ran itself) are not calls.
+func ResponseCalls(output []responses.ResponseOutputItemUnion) []runtime.TurnCall {
+	var calls []runtime.TurnCall
+	for _, item := range output {
+		if item.Type != "function_call" {
+			continue
+		}
+		// The union's own fields: the same values AsFunctionCall decodes,
+		// without decoding the item again.
+		calls = append(calls, runtime.TurnCall{ID: item.CallID, Name: item.Name, ArgumentsText: item.Arguments.OfString})
+	}
+	return calls
+}
+
+// ResponseInputItems turns a response's output items into the input items
+// that carry them into the next request, in order, so the conversation
+// does not depend on server-side state (previous_response_id). A
+// function_call becomes a typed function_call item (id, call_id, name,
+// arguments, status); every other item (message, reasoning, hosted tool
+// calls...) is passed on as the exact JSON the API returned, which the API
+// accepts as input.
+func ResponseInputItems(output []responses.ResponseOutputItemUnion) []responses.ResponseInputItemUnionParam {
+	items := make([]responses.ResponseInputItemUnionParam, 0, len(output))
+	for _, item := range output {
+		if item.Type == "function_call" {
+			in := responses.ResponseInputItemParamOfFunctionCall(item.Arguments.OfString, item.CallID, item.Name)
+			if item.ID != "" {
+				in.OfFunctionCall.ID = param.NewOpt(item.ID)
+			}
+			in.OfFunctionCall.Status = responses.ResponseFunctionToolCallStatus(item.Status)
+			items = append(items, in)
+			continue
+		}
+		items = append(items, param.Override[responses.ResponseInputItemUnionParam](json.RawMessage(item.RawJSON())))
+	}
+	return items
+}
+
+// ResponseToolOutputs turns a turn's results into Responses input items:
+// one function_call_output per call, in model order (call_id is
+// calls[i].ID), then one message per context, in order (roles as
+// contextRole maps them). A result whose content is text only is sent as
+// the output string (ResultText: errors keep their message and code); a
+// result with an image block is sent as a list of input_text and
+// input_image parts (the image by URL, or as a data URL), with the error
+// marker and code as text parts. Other non-text blocks become text
+// ("[<type>] <data>").
+//
+// It fails, without output, when res does not hold exactly one non-nil
+// result per call or a call has no id.
+func ResponseToolOutputs(calls []runtime.TurnCall, res *runtime.TurnResult) ([]responses.ResponseInputItemUnionParam, error) {
+	if err := checkTurn(calls, res); err != nil {
+		return nil, err
+	}
+	items := make([]responses.ResponseInputItemUnionParam, 0, len(calls)+len(res.Contexts))
+	for i, r := range res.Results {
+		var item responses.ResponseInputItemUnionParam
+		if parts, ok := outputParts(r); ok {
+			item = responses.ResponseInputItemParamOfFunctionCallOutput(parts)
+		} else {
+			item = responses.ResponseInputItemParamOfFunctionCallOutput(ResultText(r))
+		}
+		item.OfFunctionCallOutput.CallID = param.NewOpt(calls[i].ID)
+		items = append(items, item)
+	}
+	for _, m := range res.Contexts {
+		role, text := contextRole(m)
+		item := responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRole(role))
+		item.OfMessage.Type = responses.EasyInputMessageTypeMessage // explicit: "message" items have three shapes
+		items = append(items, item)
+	}
+	return items, nil
+}
+
+// outputParts renders a result with at least one usable image block as
+// content parts; ok is false when text alone carries it.
+func outputParts(r *runtime.Result) (responses.ResponseFunctionCallOutputItemListParam, bool) {
+	blocks := r.Content()
+	images := 0
+	for _, b := range blocks {
+		if b.Type == "image" {
+			if _, ok := parseImage(b.Data); ok {
+				images++
+			}
+		}
+	}
+	if images == 0 {
+		return nil, false
+	}
+	parts := make(responses.ResponseFunctionCallOutputItemListParam, 0, len(blocks)+1)
+	text := func(s string) {
+		parts = append(parts, responses.ResponseFunctionCallOutputItemUnionParam{
+			OfInputText: &responses.ResponseInputTextContentParam{Text: s},
+		})
+	}
+	if r.IsError() && (len(blocks) == 0 || blocks[0].Type != "text" || !hasErrorPrefix(blocks[0].Text)) {
+		text("Error: " + r.ErrorMessage())
+	}
+	for _, b := range blocks {
+		if b.Type == "image" {
+			if img, ok := parseImage(b.Data); ok {
+				parts = append(parts, responses.ResponseFunctionCallOutputItemUnionParam{
+					OfInputImage: &responses.ResponseInputImageContentParam{ImageURL: param.NewOpt(img.imageURL())},
+				})
+				continue
+			}
+		}
+		text(blockText(b))
+	}
+	if r.IsError() && r.Code() != "" {
+		text("[code: " + string(r.Code()) + "]")
+	}
+	return parts, true
+}
+
+// ResponsesModel is an agent.Model on the Responses API, through the
+// official client. Every step sends Params with the transcript as its
+// input items, the scope's tools (ResponseTools) and parallel_tool_calls
+// set to the loop's flag; with no tools, neither is sent. The transcript
+// carries every output item back (ResponseInputItems), so the loop works
+// with store: false as well as with stored responses.
+type ResponsesModel struct {
+	client  *oai.Client
+	params  responses.ResponseNewParams
+	options []option.RequestOption
+}
+
+var _ agent.Model[responses.ResponseInputItemUnionParam] = (*ResponsesModel)(nil)
+
+// NewResponsesModel returns a ResponsesModel that asks client with params
+// (model, instructions, reasoning, ...). params.Input, Tools and
+// ParallelToolCalls are set per step; whatever they hold is replaced, and
+// PreviousResponseID should stay unset (the transcript is the state). opts
+// are passed to every request.
+func NewResponsesModel(client *oai.Client, params responses.ResponseNewParams, opts ...option.RequestOption) *ResponsesModel {
+	return &ResponsesModel{client: client, params: params, options: opts}
+}
+
+// ResponseFailedError reports a response whose status is "failed".
+type ResponseFailedError struct {
+	Code, Message string
+}
+
+func (e *ResponseFailedError) Error() string {
+	return fmt.Sprintf("openai: response failed: %s: %s", e.Code, e.Message)
+}
+
+// Generate asks for the next response. It returns the response's output as
+// input items, its function calls (ResponseCalls) and, as the stop reason,
+// the response status ("completed"), or for an incomplete response the
+// reason it gives ("max_output_tokens", "content_filter", ...). A failed
+// response is a *ResponseFailedError.
+func (m *ResponsesModel) Generate(ctx context.Context, transcript []responses.ResponseInputItemUnionParam, tools []runtime.ToolSchema, parallel bool) (agent.Reply[responses.ResponseInputItemUnionParam], error) {
+	var reply agent.Reply[responses.ResponseInputItemUnionParam]
+	if m == nil || m.client == nil {
+		return reply, errors.New("openai: ResponsesModel has no client")
+	}
+	p := m.params
+	p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: transcript}
+	p.Tools, p.ParallelToolCalls = nil, param.Opt[bool]{}
+	if len(tools) > 0 {
+		t, err := ResponseTools(tools)
+		if err != nil {
+			return reply, err
+		}
+		p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
+	}
+	resp, err := m.client.Responses.New(ctx, p, m.options...)
+	if err != nil {
+		return reply, err
+	}
+	if resp.Status == responses.ResponseStatusFailed {
+		return reply, &ResponseFailedError{Code: string(resp.Error.Code), Message: resp.Error.Message}
+	}
+	reply.Messages = ResponseInputItems(resp.Output)
+	reply.Calls = ResponseCalls(resp.Output)
+	reply.StopReason = string(resp.Status)
+	if resp.Status == responses.ResponseStatusIncomplete && resp.IncompleteDetails.Reason != "" {
+		reply.StopReason = resp.IncompleteDetails.Reason
+	}
+	return reply, nil
+}
+
+// ToolResults is ResponseToolOutputs.
+func (m *ResponsesModel) ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]responses.ResponseInputItemUnionParam, error) {
+	return ResponseToolOutputs(calls, res)
+}
