@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/internal/jsonv"
 )
@@ -60,7 +58,7 @@ type execState struct {
 	startedAt   int64
 	dispatchEnd int64           // when around+body returned (0: never dispatched)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
-	span        trace.Span      // the execution's span, when tracing (trace.go)
+	span        *execSpan       // the execution's span and its stages, when tracing (trace.go)
 	group       int32
 	holdExcl    bool
 	holdSlot    bool
@@ -233,6 +231,9 @@ func (r *Registry) pipeline(s *execState, h hooks, g gate) *Result {
 	res, post := r.gate(s, h)
 	if res == nil {
 		out, final := r.dispatch(s, h, g)
+		if s.span != nil {
+			s.spanDispatched(len(h.around))
+		}
 		if final {
 			return out
 		}
@@ -255,8 +256,14 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 	if s.cx().Err() != nil {
 		return abortedBeforeDispatch(), false
 	}
+	if s.span != nil {
+		s.spanGate()
+	}
 	ex := Execution{s}
 	dec, err := runPre(ex, h.pre)
+	if s.span != nil {
+		s.spanPre(len(h.pre), dec, err)
+	}
 	if err != nil {
 		return failureFrom(err), false
 	}
@@ -265,6 +272,9 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		return s.deny(dec.Reason), true
 	case DecisionAsk:
 		res, post, allowed := r.approve(s, dec)
+		if s.span != nil {
+			s.spanApproval()
+		}
 		if !allowed {
 			return res, post
 		}
@@ -273,6 +283,9 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		return failureFromMessage(fmt.Sprintf("tools/pre-execute returned an unknown decision %d", dec.Kind), nil), false
 	}
 	reason, denied, err := r.evalGuards(s)
+	if s.span != nil {
+		s.spanGuards(denied)
+	}
 	if err != nil {
 		return failureFrom(err), false
 	}
@@ -372,7 +385,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 		defer r.releaseAdmission(s)
 	}
 	if s.span != nil {
-		s.spanAdmitted()
+		s.spanDispatching()
 	}
 	r.emitStarted(s)
 	if s.startedSent {
@@ -593,7 +606,13 @@ func (r *Registry) complete(s *execState, h hooks, res *Result) *Result {
 }
 
 func (r *Registry) postAndRecheck(s *execState, h hooks, res *Result) *Result {
+	if s.span != nil {
+		s.spanPostStart()
+	}
 	res = r.runPost(s, h, res)
+	if s.span != nil {
+		s.spanPost(len(h.post))
+	}
 	return r.recheck(s, res)
 }
 
@@ -696,6 +715,7 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 		r.metrics.recordCall(context.Background(), s, res)
 	}
 	if s.span != nil {
+		s.spanObserversStart(len(h.result))
 		defer s.endSpan(res) // after the observers: the span covers the whole call
 	}
 	ex := Execution{s}

@@ -16,10 +16,12 @@ const meterName = "github.com/toolscope/toolscope/runtime"
 
 // WithMeterProvider records the registry's metrics with mp's meter:
 //
-//   - gen_ai.execute_tool.duration (histogram, s): each call from entry to
-//     its final result, by gen_ai.tool.name and toolscope.outcome;
-//   - toolscope.admission.wait (histogram, s): how long each dispatched
-//     call waited between entry and admission, by gen_ai.tool.name;
+//   - gen_ai.execute_tool.duration (histogram, s, buckets from 1ms to
+//     5min): each call from entry to its final result, by gen_ai.tool.name
+//     and toolscope.outcome;
+//   - toolscope.admission.wait (histogram, s, buckets from 10µs to 30s):
+//     how long each dispatched call waited between entry and admission, by
+//     gen_ai.tool.name;
 //   - toolscope.calls.in_flight and toolscope.calls.queued (gauges): the
 //     Execute calls and turns in flight, and the calls waiting for
 //     admission across the registry's scopes;
@@ -31,6 +33,13 @@ const meterName = "github.com/toolscope/toolscope/runtime"
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) error { c.meterProvider = mp; return nil })
 }
+
+// The histograms' default bucket boundaries, in seconds (the SDK's own
+// default, 0 to 10000, suits milliseconds); a View may replace them.
+var (
+	durationBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	waitBuckets     = []float64{0.00001, 0.0001, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+)
 
 type registryMetrics struct {
 	duration metric.Float64Histogram
@@ -44,11 +53,13 @@ func (r *Registry) initMetrics(mp metric.MeterProvider) error {
 	rm := &registryMetrics{}
 	var err error
 	if rm.duration, err = m.Float64Histogram("gen_ai.execute_tool.duration",
-		metric.WithUnit("s"), metric.WithDescription("Duration of one tool call, from entry to its final result")); err != nil {
+		metric.WithUnit("s"), metric.WithDescription("Duration of one tool call, from entry to its final result"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
 		return err
 	}
 	if rm.wait, err = m.Float64Histogram("toolscope.admission.wait",
-		metric.WithUnit("s"), metric.WithDescription("Wait of a dispatched tool call between entry and admission")); err != nil {
+		metric.WithUnit("s"), metric.WithDescription("Wait of a dispatched tool call between entry and admission"),
+		metric.WithExplicitBucketBoundaries(waitBuckets...)); err != nil {
 		return err
 	}
 	if rm.failed, err = m.Int64Counter("toolscope.calls.failed",

@@ -4,7 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,4 +101,114 @@ func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 		byOutcome[o.AsString()] += dp.Value
 	}
 	assert.Equal(t, int64(1), byOutcome["CLOSED"])
+}
+
+// A scrape of the Prometheus exporter's handler, after real calls, has the
+// series: durations by tool and outcome, admission waits, the in-flight and
+// queued gauges, and the failures by outcome (issue 14, item 3).
+func TestMetrics_PrometheusScrape(t *testing.T) {
+	promReg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(promReg))
+	require.NoError(t, err)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	defer mp.Shutdown(context.Background())
+	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	g := reg.Global()
+	r3M(g.Register(r3Const("ok", "x")))
+	r3M(g.Register(r3Tool("bad", func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return nil, errors.New("boom")
+	})))
+	for range 2 {
+		require.False(t, g.Execute(context.Background(), runtime.Call{ID: "a", Name: "ok"}).IsError())
+	}
+	g.Execute(context.Background(), runtime.Call{ID: "b", Name: "bad"})
+	g.Execute(context.Background(), runtime.Call{ID: "c", Name: "ghost"})
+
+	srv := httptest.NewServer(promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	text := string(body)
+	for _, want := range []string{
+		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="ok",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="ok"} 2`,
+		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="bad",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="tool_error"} 1`,
+		`gen_ai_execute_tool_duration_seconds_bucket{gen_ai_tool_name="ghost"`,
+		`toolscope_admission_wait_seconds_count{gen_ai_tool_name="ok"`,
+		`toolscope_calls_in_flight{`,
+		`toolscope_calls_queued{`,
+		`toolscope_calls_failed_total{otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="tool_error"} 1`,
+		`toolscope_calls_failed_total{otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="UNKNOWN_TOOL"} 1`,
+	} {
+		assert.Contains(t, text, want)
+	}
+	assert.NotContains(t, text, "call_id", "no per-call labels")
+}
+
+// The histograms' buckets are in seconds, not the SDK's millisecond-sized
+// default.
+func TestMetrics_SecondsBuckets(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	r3M(reg.Global().Register(r3Const("ok", "x")))
+	reg.Global().Execute(context.Background(), runtime.Call{ID: "a", Name: "ok"})
+	ms := collect(t, reader)
+	for _, name := range []string{"gen_ai.execute_tool.duration", "toolscope.admission.wait"} {
+		h := ms[name].Data.(metricdata.Histogram[float64])
+		require.NotEmpty(t, h.DataPoints, name)
+		b := h.DataPoints[0].Bounds
+		assert.Less(t, b[0], 0.01, "%s: sub-10ms calls get a bucket", name)
+		assert.GreaterOrEqual(t, b[len(b)-1], 30.0, "%s", name)
+	}
+}
+
+// ExampleWithMeterProvider reads the registry's metrics with the SDK's
+// manual reader.
+func ExampleWithMeterProvider() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reg, err := runtime.New(runtime.WithMeterProvider(mp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	if _, err := reg.Global().Register(exampleTool("search")); err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range []string{"search", "search", "fetch"} {
+		reg.Global().Execute(context.Background(), runtime.Call{ID: "c", Name: name, Arguments: json.RawMessage(`{}`)})
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		switch d := m.Data.(type) {
+		case metricdata.Histogram[float64]:
+			if m.Name != "gen_ai.execute_tool.duration" {
+				continue
+			}
+			var lines []string
+			for _, dp := range d.DataPoints {
+				tool, _ := dp.Attributes.Value("gen_ai.tool.name")
+				outcome, _ := dp.Attributes.Value("toolscope.outcome")
+				lines = append(lines, fmt.Sprintf("%s %s/%s: %d calls", m.Name, tool.AsString(), outcome.AsString(), dp.Count))
+			}
+			sort.Strings(lines)
+			fmt.Println(strings.Join(lines, "\n"))
+		case metricdata.Sum[int64]:
+			for _, dp := range d.DataPoints {
+				outcome, _ := dp.Attributes.Value("toolscope.outcome")
+				fmt.Printf("%s %s: %d\n", m.Name, outcome.AsString(), dp.Value)
+			}
+		}
+	}
+	// Output:
+	// gen_ai.execute_tool.duration fetch/UNKNOWN_TOOL: 1 calls
+	// gen_ai.execute_tool.duration search/ok: 2 calls
+	// toolscope.calls.failed UNKNOWN_TOOL: 1
 }

@@ -3,10 +3,13 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -102,4 +105,185 @@ func TestTrace_CodesAndNoCapture(t *testing.T) {
 	assert.Equal(t, string(runtime.CodeUnknownTool), a["error.type"])
 	assert.NotContains(t, a, "gen_ai.tool.call.arguments")
 	assert.False(t, spans[0].Parent().IsValid(), "a root span without a caller span")
+}
+
+// stageNames lists a span's event names, in order.
+func stageNames(sp sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, e := range sp.Events() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// stageEvent returns the span's event called name and its attributes.
+func stageEvent(t *testing.T, sp sdktrace.ReadOnlySpan, name string) (sdktrace.Event, map[string]attribute.Value) {
+	t.Helper()
+	for _, e := range sp.Events() {
+		if e.Name == name {
+			attrs := map[string]attribute.Value{}
+			for _, kv := range e.Attributes {
+				attrs[string(kv.Key)] = kv.Value
+			}
+			return e, attrs
+		}
+	}
+	t.Fatalf("span %s has no %q event; it has %v", sp.Name(), name, stageNames(sp))
+	return sdktrace.Event{}, nil
+}
+
+// The stages a call went through are span events, in order, each with its
+// duration; a turn's calls have them too, a denied call has no admission
+// nor dispatch (issue 14: admission wait and the hook stages).
+func TestTrace_StageEventsOfATurn(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reg := r3Reg(t, runtime.WithTracerProvider(tp))
+	s := r3Scope(t, reg, "agent")
+	registerEveryKind(s)
+	_, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{
+		{ID: "1", Name: "par"}, {ID: "4", Name: "denied"}, {ID: "5", Name: "outer"},
+	})
+	require.NoError(t, err)
+	byCall := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		if id := spanAttrs(sp)["gen_ai.tool.call.id"]; id != "" {
+			byCall[id] = sp
+		}
+	}
+	full := []string{"pre_execute", "guards", "admitted", "dispatch", "post_execute", "observers"}
+	assert.Equal(t, full, stageNames(byCall["1"]), "a turn's call")
+	assert.Equal(t, full, stageNames(byCall["5"]), "a turn's call that nests")
+	assert.Equal(t, full, stageNames(byCall["inner"]), "a nested single Execute")
+	assert.Equal(t, []string{"pre_execute", "guards", "post_execute", "observers"}, stageNames(byCall["4"]), "a denied call never waits nor dispatches")
+	_, g := stageEvent(t, byCall["4"], "guards")
+	assert.True(t, g["toolscope.denied"].AsBool())
+	_, g = stageEvent(t, byCall["1"], "guards")
+	assert.False(t, g["toolscope.denied"].AsBool())
+	for _, sp := range byCall {
+		last := sp.StartTime()
+		for _, e := range sp.Events() {
+			assert.False(t, e.Time.Before(last), "%s: %s is stamped in order", sp.Name(), e.Name)
+			last = e.Time
+			var key attribute.Key = "toolscope.stage.duration"
+			if e.Name == "admitted" {
+				key = "toolscope.admission.wait"
+			}
+			var found bool
+			for _, kv := range e.Attributes {
+				if kv.Key == key {
+					found = true
+					assert.GreaterOrEqual(t, kv.Value.AsFloat64(), 0.0)
+				}
+			}
+			assert.True(t, found, "%s: %s carries %s", sp.Name(), e.Name, key)
+		}
+		assert.False(t, sp.EndTime().Before(last), "%s ends after its last stage", sp.Name())
+	}
+}
+
+// A single Execute's stage events count the hooks of each stage and give
+// the decision; a call that waits behind an exclusive one is admitted only
+// after the other's dispatch ended, and its wait is recorded.
+func TestTrace_StageEventsHooksAndAdmissionWait(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reg := r3Reg(t, runtime.WithTracerProvider(tp))
+	s := r3Scope(t, reg, "agent")
+	entered, release := make(chan struct{}), make(chan struct{})
+	r3M(s.Register(nestTool("slow", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return "slow", nil
+	})))
+	r3M(s.Register(nestTool("quick", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "q", nil })))
+	for range 2 {
+		r3M(s.OnPreExecute(func(_ context.Context, _ runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
+			return next()
+		}))
+	}
+	r3M(s.OnExecute(func(ctx context.Context, _ runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
+		return next(ctx), nil
+	}))
+	r3M(s.OnPostExecute(func(_ context.Context, _ runtime.Execution, _ *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
+		return next()
+	}))
+	for range 3 {
+		r3M(s.OnResult(func(context.Context, runtime.Execution, *runtime.Result) error { return nil }))
+	}
+
+	slow := nestGo(s, context.Background(), runtime.Call{ID: "slow", Name: "slow"})
+	nestAwait(t, entered)
+	quick := nestGo(s, context.Background(), runtime.Call{ID: "quick", Name: "quick"})
+	// quick waits for slow's exclusive admission; let slow go once quick
+	// is queued.
+	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 1 })
+	close(release)
+	require.False(t, nestAwait(t, slow).IsError())
+	require.False(t, nestAwait(t, quick).IsError())
+
+	byCall := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		byCall[spanAttrs(sp)["gen_ai.tool.call.id"]] = sp
+	}
+	q := byCall["quick"]
+	_, pre := stageEvent(t, q, "pre_execute")
+	assert.Equal(t, int64(2), pre["toolscope.hooks"].AsInt64())
+	assert.Equal(t, "allow", pre["toolscope.decision"].AsString())
+	_, disp := stageEvent(t, q, "dispatch")
+	assert.Equal(t, int64(1), disp["toolscope.hooks"].AsInt64())
+	assert.True(t, disp["toolscope.body.invoked"].AsBool())
+	_, post := stageEvent(t, q, "post_execute")
+	assert.Equal(t, int64(1), post["toolscope.hooks"].AsInt64())
+	_, obs := stageEvent(t, q, "observers")
+	assert.Equal(t, int64(3), obs["toolscope.hooks"].AsInt64())
+
+	admitted, adm := stageEvent(t, q, "admitted")
+	slowDispatch, _ := stageEvent(t, byCall["slow"], "dispatch")
+	assert.False(t, admitted.Time.Before(slowDispatch.Time), "quick is admitted after slow's dispatch ended")
+	assert.Greater(t, adm["toolscope.admission.wait"].AsFloat64(), 0.0, "quick waited for admission")
+}
+
+// ExampleWithTracerProvider records a turn's spans with the SDK's in-memory
+// exporter: the turn's span is the parent of one span per call, and each
+// call's stages are span events.
+func ExampleWithTracerProvider() {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	reg, err := runtime.New(runtime.WithTracerProvider(tp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	if _, err := reg.Global().Register(exampleTool("search")); err != nil {
+		log.Fatal(err)
+	}
+	s, err := reg.NewScope("agent")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "c1", Name: "search"}, {ID: "c2", Name: "fetch"}}); err != nil {
+		log.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	names := map[trace.SpanID]string{}
+	for _, sp := range spans {
+		names[sp.SpanContext.SpanID()] = sp.Name
+	}
+	for _, sp := range spans {
+		var stages, errType []string
+		for _, e := range sp.Events {
+			stages = append(stages, e.Name)
+		}
+		for _, kv := range sp.Attributes {
+			if kv.Key == "error.type" {
+				errType = append(errType, kv.Value.AsString())
+			}
+		}
+		fmt.Printf("%s (parent %q) %v %v\n", sp.Name, names[sp.Parent.SpanID()], errType, stages)
+	}
+	// Output:
+	// execute_tool search (parent "execute_turn") [] [pre_execute guards admitted dispatch post_execute observers]
+	// execute_tool fetch (parent "execute_turn") [UNKNOWN_TOOL] [pre_execute guards admitted dispatch post_execute observers]
+	// execute_turn (parent "") [] []
 }

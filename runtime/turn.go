@@ -182,6 +182,9 @@ func (tc *turnCall) dispatchAndReport() {
 	tr := tc.tr
 	r := tr.reg
 	res, final := r.dispatch(tc.s, tc.h, nil)
+	if tc.s.span != nil {
+		tc.s.spanDispatched(len(tc.h.around))
+	}
 	r.releaseAdmission(tc.s)
 	if !final {
 		res = r.recheck(tc.s, res)

@@ -5,9 +5,12 @@
 // shadow and restrict them; a guard, an approver, a redacting post-execute
 // hook and a timeout are in play; one tool panics and the user cancels one
 // turn. It prints a per-agent summary and writes timeline.html, drawn from
-// the registry's execution events.
+// the registry's execution events. With -metrics it serves Prometheus
+// metrics while it runs (-metrics-hold keeps serving after the run); with
+// -trace it writes the run's OpenTelemetry spans as OTLP JSON.
 //
 //	go run ./cmd/demo [-seed N] [-agents N] [-turns N] [-out DIR] [-json FILE]
+//	    [-metrics ADDR [-metrics-hold DURATION]] [-trace FILE]
 package main
 
 import (
@@ -25,6 +28,9 @@ func main() {
 	flag.IntVar(&cfg.Turns, "turns", 3, "model turns per top-level agent (1–20)")
 	flag.StringVar(&cfg.OutDir, "out", ".", "directory for timeline.html (empty: don't write it)")
 	flag.StringVar(&cfg.JSONFile, "json", "", "write the raw execution events to this file, one JSON object per line")
+	flag.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics on http://ADDR/metrics while the demo runs (e.g. 127.0.0.1:9090)")
+	flag.DurationVar(&cfg.MetricsHold, "metrics-hold", 0, "with -metrics, keep serving /metrics this long after the run (e.g. 30s)")
+	flag.StringVar(&cfg.TraceFile, "trace", "", "write the run's spans to this file as OTLP JSON (loads in Jaeger UI)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q\n", flag.Args())

@@ -2,14 +2,20 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/summary.golden")
@@ -143,6 +149,239 @@ func TestSameSeedSameRun(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for _, c := range []config{{Agents: 0, Turns: 1}, {Agents: 51, Turns: 1}, {Agents: 1, Turns: 0}} {
+		if _, err := run(context.Background(), c, new(strings.Builder)); err == nil {
+			t.Errorf("%+v: want an error", c)
+		}
+	}
+}
+
+// await waits for ch, or fails the test with a goroutine dump.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(30 * time.Second)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		var buf bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+		t.Fatalf("timed out waiting for %s; goroutines:\n%s", what, buf.String())
+		var zero T
+		return zero
+	}
+}
+
+type otlpFile struct {
+	ResourceSpans []struct {
+		Resource struct {
+			Attributes []otlpKV `json:"attributes"`
+		} `json:"resource"`
+		ScopeSpans []struct {
+			Scope struct {
+				Name string `json:"name"`
+			} `json:"scope"`
+			Spans []struct {
+				TraceID      string   `json:"traceId"`
+				SpanID       string   `json:"spanId"`
+				ParentSpanID string   `json:"parentSpanId"`
+				Name         string   `json:"name"`
+				Kind         int      `json:"kind"`
+				Attributes   []otlpKV `json:"attributes"`
+				Events       []struct {
+					Name string `json:"name"`
+				} `json:"events"`
+			} `json:"spans"`
+		} `json:"scopeSpans"`
+	} `json:"resourceSpans"`
+}
+
+type otlpKV struct {
+	Key   string `json:"key"`
+	Value struct {
+		StringValue string `json:"stringValue"`
+	} `json:"value"`
+}
+
+// TestMetricsAndTrace runs the demo with -metrics (held after the run) and
+// -trace: /metrics serves the registry's series after real calls, and the
+// trace file is OTLP JSON with one execute_tool span per planned call, each
+// a child of its turn's span, and every delegated sub-agent's turn a child
+// of its delegate call's span.
+func TestMetricsAndTrace(t *testing.T) {
+	traceFile := filepath.Join(t.TempDir(), "trace.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	holding := make(chan string, 1)
+	cfg := config{Seed: 1, Agents: 5, Turns: 3, MetricsAddr: "127.0.0.1:0", MetricsHold: time.Hour, TraceFile: traceFile, holding: holding}
+	var out strings.Builder
+	type runOut struct {
+		sum *Summary
+		err error
+	}
+	done := make(chan runOut, 1)
+	go func() {
+		sum, err := run(ctx, cfg, &out)
+		done <- runOut{sum, err}
+	}()
+
+	url := await(t, holding, "the /metrics hold")
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	for _, want := range []string{
+		`gen_ai_execute_tool_duration_seconds_bucket{gen_ai_tool_name="read"`,
+		`toolscope_outcome="TOOL_TIMEOUT"`,
+		`toolscope_admission_wait_seconds_count{gen_ai_tool_name="delegate"`,
+		`toolscope_calls_in_flight{`,
+		`toolscope_calls_queued{`,
+		`toolscope_calls_failed_total{`,
+		`toolscope_outcome="denied"`,
+		`service_name="toolscope-demo"`, // target_info
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	cancel() // Ctrl-C ends the hold
+	res := await(t, done, "the run to end")
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	for _, want := range []string{"traces: ", traceFile, "metrics: serving " + url} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the summary does not mention %q:\n%s", want, out.String())
+		}
+	}
+
+	raw, err := os.ReadFile(traceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f otlpFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("the trace file is not one JSON object: %v", err)
+	}
+	if n := bytes.Count(raw, []byte("\n")); n != 1 || raw[len(raw)-1] != '\n' {
+		t.Errorf("want one line, got %d newlines", n)
+	}
+	type span struct {
+		name, parent, trace string
+		attrs               map[string]string
+		events              []string
+	}
+	spans := map[string]span{}
+	byCall, turnByID := map[string]string{}, map[string]string{}
+	for _, rs := range f.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				sp := span{name: s.Name, parent: s.ParentSpanID, trace: s.TraceID, attrs: map[string]string{}}
+				for _, kv := range s.Attributes {
+					sp.attrs[kv.Key] = kv.Value.StringValue
+				}
+				for _, e := range s.Events {
+					sp.events = append(sp.events, e.Name)
+				}
+				if len(s.SpanID) != 16 || len(s.TraceID) != 32 {
+					t.Fatalf("span %s: ids are not hex: %q %q", s.Name, s.TraceID, s.SpanID)
+				}
+				spans[s.SpanID] = sp
+				switch {
+				case strings.HasPrefix(s.Name, "execute_tool "):
+					if s.Kind != 1 {
+						t.Errorf("%s: kind %d, want 1 (INTERNAL)", s.Name, s.Kind)
+					}
+					byCall[sp.attrs["gen_ai.tool.call.id"]] = s.SpanID
+				case s.Name == "execute_turn":
+					turnByID[sp.attrs["toolscope.turn.id"]] = s.SpanID
+				}
+			}
+		}
+	}
+	plan, err := newPlan(cfg.Seed, cfg.Agents, cfg.Turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTurn := func(tp turnPlan) {
+		turn, ok := turnByID[tp.ID]
+		if !ok {
+			t.Errorf("no execute_turn span for turn %s", tp.ID)
+			return
+		}
+		for _, c := range tp.Calls {
+			id, ok := byCall[c.ID]
+			if !ok {
+				t.Errorf("no span for call %s", c.ID)
+				continue
+			}
+			sp := spans[id]
+			if sp.parent != turn {
+				t.Errorf("call %s: parent %s, want its turn %s", c.ID, sp.parent, turn)
+			}
+			if want := "execute_tool " + c.Name; sp.name != want || sp.attrs["gen_ai.tool.name"] != c.Name {
+				t.Errorf("call %s: span %q, want %q", c.ID, sp.name, want)
+			}
+		}
+	}
+	calls := 0
+	for _, a := range plan.Agents {
+		for _, tp := range a.Turns {
+			checkTurn(tp)
+			calls += len(tp.Calls)
+		}
+	}
+	for callID, tp := range plan.Delegations {
+		checkTurn(tp)
+		calls += len(tp.Calls)
+		if turn, ok := turnByID[tp.ID]; ok && spans[turn].parent != byCall[callID] {
+			t.Errorf("delegated turn %s: parent %s, want its delegate call %s's span %s", tp.ID, spans[turn].parent, callID, byCall[callID])
+		}
+	}
+	if len(plan.Delegations) == 0 {
+		t.Fatal("the plan has no delegation")
+	}
+	if len(byCall) != calls {
+		t.Errorf("%d execute_tool spans for %d planned calls", len(byCall), calls)
+	}
+	// One trace: the run's span is the root of every turn.
+	var root string
+	for id, sp := range spans {
+		if sp.parent == "" {
+			if root != "" {
+				t.Fatalf("two root spans: %s and %s", spans[root].name, sp.name)
+			}
+			root = id
+		}
+	}
+	if spans[root].name != "demo run" {
+		t.Errorf("root span %q", spans[root].name)
+	}
+	for _, sp := range spans {
+		if sp.trace != spans[root].trace {
+			t.Fatalf("span %s in another trace", sp.name)
+		}
+	}
+	// A dispatched call's stages are span events.
+	stages := spans[byCall[plan.Agents[0].Turns[0].Calls[0].ID]].events
+	if !slices.Contains(stages, "admitted") || !slices.Contains(stages, "dispatch") {
+		t.Errorf("stage events %v", stages)
+	}
+}
+
+func TestBadTelemetryFlags(t *testing.T) {
+	for _, c := range []config{
+		{Agents: 1, Turns: 1, MetricsHold: time.Second},                         // hold without -metrics
+		{Agents: 1, Turns: 1, MetricsAddr: "127.0.0.1:0", MetricsHold: -1},      // negative hold
+		{Agents: 1, Turns: 1, MetricsAddr: "not an address"},                    // bad address
+		{Agents: 1, Turns: 1, TraceFile: filepath.Join(t.TempDir(), "no", "f")}, // unwritable file
+	} {
 		if _, err := run(context.Background(), c, new(strings.Builder)); err == nil {
 			t.Errorf("%+v: want an error", c)
 		}

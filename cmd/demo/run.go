@@ -11,6 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -23,6 +26,15 @@ type config struct {
 	OutDir   string    // timeline.html goes here; "" writes no file
 	JSONFile string    // raw execution events as JSON lines; "" for none
 	Progress io.Writer // live progress line; nil for none
+
+	// MetricsAddr is where /metrics is served while the demo runs ("" for
+	// nowhere); MetricsHold keeps serving that long after the run.
+	MetricsAddr string
+	MetricsHold time.Duration
+	// TraceFile receives the run's spans as OTLP JSON ("" for none).
+	TraceFile string
+
+	holding chan<- string // tests: told the /metrics URL when the hold begins
 }
 
 // callRecord is one call as the execution events describe it: the bars of
@@ -138,8 +150,20 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MetricsHold < 0 || (cfg.MetricsHold > 0 && cfg.MetricsAddr == "") {
+		return nil, fmt.Errorf("-metrics-hold needs -metrics and a duration >= 0, got %v", cfg.MetricsHold)
+	}
+	tel, telOpts, err := startTelemetry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tel.shutdown(sctx)
+	}()
 	ps := &policyStats{}
-	reg, err := runtime.New(runtime.WithMaxParallel(4), runtime.WithApprover(approver(ps)))
+	reg, err := runtime.New(append([]runtime.Option{runtime.WithMaxParallel(4), runtime.WithApprover(approver(ps))}, telOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +252,15 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	begin := time.Now()
 	stopProgress := startProgress(cfg.Progress, begin, plan.totalTurns(), &turnsDone, rec)
 
+	// One trace for the run: every agent's turns are children of its span.
+	runCtx := ctx
+	var runSpan trace.Span
+	if tel.tp != nil {
+		runCtx, runSpan = tel.tp.Tracer("github.com/toolscope/toolscope/cmd/demo").Start(ctx, "demo run",
+			trace.WithAttributes(attribute.Int64("demo.seed", int64(cfg.Seed)),
+				attribute.Int("demo.agents", cfg.Agents), attribute.Int("demo.turns", cfg.Turns)))
+	}
+
 	// Every top-level agent runs its turns one after another; the agents
 	// run concurrently.
 	var wg sync.WaitGroup
@@ -237,7 +270,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		}
 		wg.Go(func() {
 			for _, tp := range a.Turns {
-				tctx, cancel := context.WithCancel(ctx)
+				tctx, cancel := context.WithCancel(runCtx)
 				if tp.InterruptOn != "" {
 					imu.Lock()
 					interrupts[tp.InterruptOn] = cancel
@@ -255,6 +288,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		})
 	}
 	wg.Wait()
+	if runSpan != nil {
+		runSpan.End()
+	}
 	elapsed := time.Since(begin)
 	stopProgress()
 	if err := ctx.Err(); err != nil {
@@ -326,7 +362,40 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		}
 	}
 	sum.WriteTable(stdout, true)
-	return sum, nil
+	return sum, tel.report(ctx, cfg, stdout)
+}
+
+// report says where the traces and metrics went, and serves /metrics for
+// cfg.MetricsHold more (or until ctx ends: Ctrl-C ends the hold, not the
+// demo's success).
+func (t *telemetry) report(ctx context.Context, cfg config, w io.Writer) error {
+	if t.tp != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := t.flushTraces(sctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("-trace: %w", err)
+		}
+		fmt.Fprintf(w, "\ntraces: %d spans in %s (OTLP JSON; load it in Jaeger UI: Search page, the JSON File tab; or POST it to an OTLP/HTTP collector's /v1/traces)\n", t.spans(), t.TraceFile)
+	}
+	if t.MetricsURL == "" {
+		return nil
+	}
+	if cfg.MetricsHold == 0 {
+		fmt.Fprintf(w, "metrics: served on %s while the demo ran (-metrics-hold 30s keeps it up after the run)\n", t.MetricsURL)
+		return nil
+	}
+	fmt.Fprintf(w, "metrics: serving %s for %v more (curl it; Ctrl-C stops)\n", t.MetricsURL, cfg.MetricsHold)
+	if cfg.holding != nil {
+		cfg.holding <- t.MetricsURL
+	}
+	timer := time.NewTimer(cfg.MetricsHold)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // startProgress redraws one status line on w until the returned stop is
