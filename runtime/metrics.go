@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -46,6 +47,80 @@ type registryMetrics struct {
 	wait     metric.Float64Histogram
 	failed   metric.Int64Counter
 	reg      metric.Registration
+
+	// The measurement options of each attribute set, built once: building
+	// a set (sorting, deduplicating) and its option on every call cost more
+	// allocations than the call itself. Bounded by maxCachedAttrs entries
+	// per map; past that a set is built per measurement, as before.
+	mu        sync.RWMutex
+	byTool    map[string]*toolAttrs // gen_ai.tool.name → its options
+	byOutcome map[string][]metric.AddOption
+}
+
+// toolAttrs holds one tool's cached options.
+type toolAttrs struct {
+	wait      []metric.RecordOption            // {tool}
+	byOutcome map[string][]metric.RecordOption // outcome → {tool, outcome}; under registryMetrics.mu
+}
+
+// maxCachedAttrs bounds each cache map: a registry with more distinct
+// tools (or outcomes, a tool's own codes included) than this builds the
+// further sets per measurement.
+const maxCachedAttrs = 4096
+
+// durationOpts returns the options of (tool, outcome) for the duration
+// histogram and of tool for the wait histogram.
+func (m *registryMetrics) durationOpts(tool, outcome string) (dur, wait []metric.RecordOption) {
+	m.mu.RLock()
+	ta := m.byTool[tool]
+	if ta != nil {
+		dur = ta.byOutcome[outcome]
+		wait = ta.wait
+	}
+	m.mu.RUnlock()
+	if dur != nil {
+		return dur, wait
+	}
+	toolAttr := attribute.String("gen_ai.tool.name", tool)
+	dur = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(toolAttr, attribute.String("toolscope.outcome", outcome)))}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ta = m.byTool[tool]; ta == nil {
+		ta = &toolAttrs{wait: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(toolAttr))}}
+		if len(m.byTool) < maxCachedAttrs {
+			if m.byTool == nil {
+				m.byTool = make(map[string]*toolAttrs)
+			}
+			m.byTool[tool] = ta
+		}
+	}
+	if len(ta.byOutcome) < maxCachedAttrs {
+		if ta.byOutcome == nil {
+			ta.byOutcome = make(map[string][]metric.RecordOption, 2)
+		}
+		ta.byOutcome[outcome] = dur
+	}
+	return dur, ta.wait
+}
+
+// failedOpts returns the options of outcome for the failure counter.
+func (m *registryMetrics) failedOpts(outcome string) []metric.AddOption {
+	m.mu.RLock()
+	opts := m.byOutcome[outcome]
+	m.mu.RUnlock()
+	if opts != nil {
+		return opts
+	}
+	opts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("toolscope.outcome", outcome)))}
+	m.mu.Lock()
+	if len(m.byOutcome) < maxCachedAttrs {
+		if m.byOutcome == nil {
+			m.byOutcome = make(map[string][]metric.AddOption)
+		}
+		m.byOutcome[outcome] = opts
+	}
+	m.mu.Unlock()
+	return opts
 }
 
 func (r *Registry) initMetrics(mp metric.MeterProvider) error {
@@ -113,14 +188,13 @@ func outcomeOf(s *execState, res *Result) string {
 func (m *registryMetrics) recordCall(ctx context.Context, s *execState, res *Result) {
 	now := time.Now().UnixNano()
 	outcome := outcomeOf(s, res)
-	tool := attribute.String("gen_ai.tool.name", s.name)
-	m.duration.Record(ctx, float64(now-s.enteredAt)/1e9,
-		metric.WithAttributes(tool, attribute.String("toolscope.outcome", outcome)))
+	dur, wait := m.durationOpts(s.name, outcome)
+	m.duration.Record(ctx, float64(now-s.enteredAt)/1e9, dur...)
 	if s.dispatchEnd != 0 && s.startedAt >= s.enteredAt {
-		m.wait.Record(ctx, float64(s.startedAt-s.enteredAt)/1e9, metric.WithAttributes(tool))
+		m.wait.Record(ctx, float64(s.startedAt-s.enteredAt)/1e9, wait...)
 	}
 	if res.isError {
-		m.failed.Add(ctx, 1, metric.WithAttributes(attribute.String("toolscope.outcome", outcome)))
+		m.failed.Add(ctx, 1, m.failedOpts(outcome)...)
 	}
 }
 
@@ -128,5 +202,5 @@ func (m *registryMetrics) recordCall(ctx context.Context, s *execState, res *Res
 // before the pipeline (OVERLOADED, CLOSED) or a turn's never-started call
 // (ABORTED_BEFORE_DISPATCH, R97).
 func (m *registryMetrics) recordFailure(code Code) {
-	m.failed.Add(context.Background(), 1, metric.WithAttributes(attribute.String("toolscope.outcome", string(code))))
+	m.failed.Add(context.Background(), 1, m.failedOpts(string(code))...)
 }
