@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -286,14 +287,19 @@ func TestConcurrency_R109_ReadersNeverSeeHalfMutations(t *testing.T) {
 	p := rrScope(t, reg, "p")
 	c := rrScope(t, p, "c")
 
-	const iterations = 150
+	// The writer runs at least 150 rounds, and on until the readers read
+	// 200 times (bounded): a fast writer could otherwise finish before any
+	// reader was scheduled.
+	const iterations, minReads = 150, 200
 	stop := make(chan struct{})
+	var reads atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(stop)
-		for i := 0; i < iterations; i++ {
+		deadline := time.Now().Add(10 * time.Second)
+		for i := 0; i < iterations || (reads.Load() < minReads && time.Now().Before(deadline)); i++ {
 			d, err := p.Restrict(runtime.Restriction{Allow: []string{"g0", "g1"}, Deny: []string{"g1"}})
 			if !assert.NoError(t, err) {
 				return
@@ -306,7 +312,6 @@ func TestConcurrency_R109_ReadersNeverSeeHalfMutations(t *testing.T) {
 			ds()
 		}
 	}()
-	var reads atomic.Int64
 	for r := 0; r < 4; r++ {
 		wg.Add(1)
 		go func() {
