@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolscope/toolscope/internal/goid"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -352,7 +353,7 @@ func (im *Imported) Close() {
 	im.mu.Unlock()
 	im.cancel()
 	unwatch(im)
-	if im.holder.Load() != 0 && im.holder.Load() == goroutineID() {
+	if im.holder.Load() != 0 && im.holder.Load() == goid.ID() {
 		// Re-entrant: we are inside a sync's change notification, on its
 		// goroutine. It sees closed at its next step.
 		im.group.Dispose()
@@ -399,7 +400,7 @@ func (im *Imported) resyncSoon() {
 // ctx bounds the wait for the sync under way and the work; timeout, if
 // positive, bounds the work once it begins.
 func (im *Imported) sync(ctx context.Context, timeout time.Duration) error {
-	me := goroutineID()
+	me := goid.ID()
 	if me != 0 && im.holder.Load() == me {
 		return errors.New("mcp: Sync called from a change notification of the import's own sync")
 	}

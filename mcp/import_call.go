@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"reflect"
-	goruntime "runtime"
 	"strings"
 	"syscall"
 
@@ -345,26 +344,4 @@ func isGone(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) ||
 		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne)
-}
-
-// goroutineID returns the current goroutine's id, parsed from the header of
-// its stack trace ("goroutine 123 [running]:"); 0 if it cannot be read. It
-// costs about a microsecond: only syncs and Close use it, to tell a call
-// made from one of a sync's own change notifications (on its goroutine)
-// from a concurrent one.
-func goroutineID() uint64 {
-	var buf [64]byte
-	n := goruntime.Stack(buf[:], false)
-	const prefix = "goroutine "
-	if n <= len(prefix) || string(buf[:len(prefix)]) != prefix {
-		return 0
-	}
-	var id uint64
-	for _, ch := range buf[len(prefix):n] {
-		if ch < '0' || ch > '9' {
-			break
-		}
-		id = id*10 + uint64(ch-'0')
-	}
-	return id
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/admit"
 	"github.com/toolscope/toolscope/internal/core"
+	"github.com/toolscope/toolscope/internal/goid"
 )
 
 // Scope is a handle on one layer: the global scope, an agent scope, or an
@@ -70,7 +71,7 @@ func (t *teardownState) begin() bool {
 		return false
 	default:
 	}
-	me := goroutineID()
+	me := goid.ID()
 	if id := t.gid.Load(); id != 0 && id == me {
 		return false
 	}
@@ -137,7 +138,7 @@ func (t *teardownState) end() { close(t.done) }
 // for a disposer called outside any teardown.
 func (t *teardownState) enterCallbacks() {
 	if t != nil && t.gid.Load() == 0 {
-		t.gid.Store(goroutineID())
+		t.gid.Store(goid.ID())
 	}
 }
 
