@@ -52,7 +52,10 @@
 // per-session list needs a server per session. The go-sdk's
 // streamable HTTP handler asks for a server on every request; Server keeps
 // sessions by their Mcp-Session-Id and binds a new session's scope when the
-// handler asks for the new session's id. Session end is ServerSession.Wait
+// session really opens: its initialize request (or, without one, its first
+// tools request). A POST without a session id that opens no session
+// (malformed JSON, a notification, another method) leaves no scope behind.
+// Session end is ServerSession.Wait
 // returning: a client that disconnects, a closed stdio stream, an HTTP
 // DELETE or the handler's SessionTimeout; Close ends the rest.
 //

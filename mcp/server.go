@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -190,21 +191,12 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	}
 }
 
-// StreamableHTTPHandler returns an http.Handler serving the MCP streamable
-// HTTP transport, one scope per session (see sdk.NewStreamableHTTPHandler
-// for opts). Set opts.SessionTimeout so that sessions whose client vanished
-// without closing them end, and their scopes with them; Close ends the
-// rest. With opts.Stateless every request is its own session.
-func (s *Server) StreamableHTTPHandler(opts *sdk.StreamableHTTPOptions) *sdk.StreamableHTTPHandler {
-	return sdk.NewStreamableHTTPHandler(s.serverFor, opts)
-}
-
 // serverFor is the HTTP handler's getServer. The go-sdk calls it for every
 // request, not only for the one that opens a session, so a request without
 // a known session id gets a fresh unbound tool set: it is bound (its scope
-// created) only when the handler asks it for a session id, just before it
-// connects the new session, or at the session's first message when no id
-// is asked for (stateless). An unbound tool set holds nothing.
+// created) only by the session's first message that needs the scope
+// (initialize, a tools method), after the session's end is watched. An
+// unbound tool set holds nothing but its go-sdk server.
 func (s *Server) serverFor(req *http.Request) *sdk.Server {
 	if s.isClosed() {
 		return nil
@@ -220,7 +212,15 @@ func (s *Server) serverFor(req *http.Request) *sdk.Server {
 			return ts.sdk
 		}
 	}
-	return s.newToolSet(req).sdk
+	op, _ := req.Context().Value(openingKey{}).(*opening)
+	if op == nil {
+		return s.newToolSet(req).sdk
+	}
+	if op.ts == nil { // the go-sdk asks twice per request: one tool set
+		op.ts = s.newToolSet(req)
+		op.ts.eager = op.initialize
+	}
+	return op.ts.sdk
 }
 
 // Close ends every session, disposes their scopes and removes the
@@ -288,6 +288,9 @@ type toolSet struct {
 	srv *Server
 	sdk *sdk.Server
 	req *http.Request // the request that will open the session, for SessionInfo
+	// eager: the request opening the session is an initialize request, so
+	// the scope is bound when the go-sdk asks for the session's id.
+	eager bool
 
 	bound   sync.Once
 	bindErr error
@@ -322,34 +325,50 @@ func (s *Server) newToolSet(req *http.Request) *toolSet {
 	return ts
 }
 
-// sessionID is the HTTP handler's GetSessionID for a new session: the
-// session is about to be connected, so its scope is created now and its
-// tools listed before its first message.
+// sessionID is the HTTP handler's GetSessionID for a new session. The
+// go-sdk asks for an id for every POST without one, whatever its body
+// (malformed JSON, a notification, a method other than initialize), and
+// drops such a session after the request; so only an initialize request
+// binds the scope here, and any other binds it at its first message that
+// needs it (middleware). Either way the handler settles the tool set once
+// the request is served.
 func (ts *toolSet) sessionID() string {
 	id := rand.Text()
-	ctx := context.Background()
-	if ts.req != nil {
-		ctx = ts.req.Context()
-	}
-	if err := ts.bind(ctx, SessionInfo{Request: ts.req}); err != nil {
-		ts.srv.cfg.logger.Warn("mcp: session refused", "error", err)
-	}
-	ts.srv.mu.Lock()
-	ts.srv.byID[id] = ts
-	ts.srv.mu.Unlock()
 	ts.mu.Lock()
 	ts.id = id
 	ts.mu.Unlock()
+	if ts.eager {
+		// An initialize request opens the session: its scope is created
+		// and its tools listed now, before the session is connected (so
+		// listing them announces nothing). settle watches its end.
+		ctx := context.Background()
+		if ts.req != nil {
+			ctx = ts.req.Context()
+		}
+		if err := ts.bind(ctx, SessionInfo{Request: ts.req}); err != nil {
+			ts.srv.cfg.logger.Warn("mcp: session refused", "error", err)
+		}
+	}
 	return id
+}
+
+// needsScope reports whether a method reaching the server needs the
+// session's scope: the session's opening (initialize, where the session
+// hook may refuse it) and the tools methods. Pings, notifications and the
+// rest are served without one.
+func needsScope(method string) bool {
+	return method == "initialize" || strings.HasPrefix(method, "tools/")
 }
 
 func (ts *toolSet) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && !ts.srv.cfg.shared {
-			ts.attach(ss)
+			ts.attach(ss) // first: a scope bound below is disposed when the session ends
 		}
-		if err := ts.bind(ctx, SessionInfo{Request: ts.req}); err != nil {
-			return nil, err
+		if needsScope(method) {
+			if err := ts.bind(ctx, SessionInfo{Request: ts.req}); err != nil {
+				return nil, err
+			}
 		}
 		return next(ctx, method, req)
 	}
@@ -370,6 +389,11 @@ func (ts *toolSet) doBind(ctx context.Context, info SessionInfo) error {
 		return ErrServerClosed
 	}
 	s.live[ts] = struct{}{}
+	ts.mu.Lock()
+	if ts.id != "" {
+		s.byID[ts.id] = ts
+	}
+	ts.mu.Unlock()
 	s.mu.Unlock()
 	sc, err := s.newSessionScope()
 	if err != nil {
