@@ -77,7 +77,11 @@
 //     schema carries its value as structuredContent next to the rendered
 //     text.
 //   - notifications/cancelled cancels the call's ctx (the go-sdk cancels the
-//     handler's ctx; the body sees it).
+//     handler's ctx; the body sees it). Ending a session from the server
+//     side — Close, the end of Run's ctx, an HTTP DELETE of the session —
+//     cancels the ctx of every call of the session first; Close and Run
+//     then wait at most a few seconds for the session to end (a body that
+//     ignores its ctx finishes in the background).
 //   - Every registry change (OnChange) re-syncs each session's tool list;
 //     a change that alters what a session sees makes the go-sdk send it
 //     notifications/tools/list_changed (debounced by 10 ms), on the legacy

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,6 +45,11 @@ type opening struct {
 type openingKey struct{}
 
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodDelete {
+		// The go-sdk's DELETE closes the session, which waits for its
+		// calls: cancel them first.
+		h.srv.cancelCallsOf(req)
+	}
 	if req.Method != http.MethodPost || req.Header.Get(sessionIDHeader) != "" {
 		h.inner.ServeHTTP(w, req)
 		return
@@ -106,5 +112,48 @@ func (ts *toolSet) settle() {
 	}
 	if !found {
 		ts.end()
+	}
+}
+
+// sessionByID is the live streamable-HTTP session with id, or nil.
+func (s *Server) sessionByID(id string) *sdk.ServerSession {
+	if id == "" {
+		return nil
+	}
+	if s.shared != nil {
+		for ss := range s.shared.sdk.Sessions() {
+			if ss.ID() == id {
+				return ss
+			}
+		}
+		return nil
+	}
+	s.mu.Lock()
+	ts := s.byID[id]
+	s.mu.Unlock()
+	if ts == nil {
+		return nil
+	}
+	return ts.session.Load()
+}
+
+// cancelCallsOf cancels the calls of the session a DELETE request names,
+// when the request may end it: the go-sdk refuses a DELETE whose
+// authenticated user (auth.TokenInfo) is not the session's, so only the
+// session's own user cancels its calls.
+func (s *Server) cancelCallsOf(req *http.Request) {
+	ss := s.sessionByID(req.Header.Get(sessionIDHeader))
+	if ss == nil {
+		return
+	}
+	var user string
+	if ti := auth.TokenInfoFromContext(req.Context()); ti != nil {
+		user = ti.UserID
+	}
+	s.mu.Lock()
+	sc := s.ending[ss]
+	s.mu.Unlock()
+	if sc != nil && sc.user == user {
+		sc.cancel()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,7 +51,26 @@ type Server struct {
 	closed bool
 	live   map[*toolSet]struct{} // per-session tool sets, bound and not ended
 	byID   map[string]*toolSet   // streamable HTTP sessions by id
+	// ending: the ctx of each session's calls, cancelled when the session
+	// is ended (endCalls), forgotten when it has ended.
+	ending map[*sdk.ServerSession]*sessionCalls
 }
+
+// sessionCalls is the ctx every call of one session derives from.
+type sessionCalls struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	user   string // the authenticated user of the session's first call (auth.TokenInfo), if any
+}
+
+// closeGrace bounds how long Close and Run wait for a session to end after
+// its calls were cancelled: a body that ignores its ctx delays neither
+// beyond it (its session then ends in the background when it returns).
+const closeGrace = 5 * time.Second
+
+// errSessionEnded is the cancellation cause of the calls of a session
+// that was ended (Close, Run's ctx, an HTTP DELETE).
+var errSessionEnded = errors.New("mcp: the session ended")
 
 // SessionInfo describes the client session whose scope is being set up.
 type SessionInfo struct {
@@ -118,7 +138,7 @@ func NewServer(scope *runtime.Scope, opts ...ServerOption) (*Server, error) {
 	if scope == nil {
 		return nil, errors.New("mcp: NewServer needs a scope")
 	}
-	s := &Server{scope: scope, live: map[*toolSet]struct{}{}, byID: map[string]*toolSet{}}
+	s := &Server{scope: scope, live: map[*toolSet]struct{}{}, byID: map[string]*toolSet{}, ending: map[*sdk.ServerSession]*sessionCalls{}}
 	_, _ = rand.Read(s.key[:])
 	for _, o := range opts {
 		o(&s.cfg)
@@ -173,7 +193,9 @@ func (s *Server) Connect(ctx context.Context, t sdk.Transport, opts *sdk.ServerS
 }
 
 // Run serves one session over t until the client disconnects or ctx ends
-// (see sdk.Server.Run).
+// (see sdk.Server.Run). When ctx ends, the ctx of the session's calls in
+// flight is cancelled and Run returns once the session ended, or after a
+// few seconds at most.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	ss, err := s.Connect(ctx, t, nil)
 	if err != nil {
@@ -183,12 +205,59 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	go func() { done <- ss.Wait() }()
 	select {
 	case <-ctx.Done():
-		_ = ss.Close()
-		<-done
+		s.endSession(ss)
+		timer := time.NewTimer(closeGrace)
+		defer timer.Stop()
+		select {
+		case <-done:
+		case <-timer.C:
+		}
 		return ctx.Err()
 	case err := <-done:
 		return err
 	}
+}
+
+// sessionContext is the ctx the calls of session ss derive from; ended
+// when the session is ended by the server.
+func (s *Server) sessionContext(ss *sdk.ServerSession, user string) context.Context {
+	return s.sessionCalls(ss, user).ctx
+}
+
+func (s *Server) sessionCalls(ss *sdk.ServerSession, user string) *sessionCalls {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc := s.ending[ss]
+	if sc == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		sc = &sessionCalls{ctx: ctx, cancel: func() { cancel(errSessionEnded) }, user: user}
+		s.ending[ss] = sc
+		if s.closed {
+			sc.cancel()
+		}
+		go func() {
+			_ = ss.Wait()
+			s.mu.Lock()
+			delete(s.ending, ss)
+			s.mu.Unlock()
+			sc.cancel()
+		}()
+	}
+	return sc
+}
+
+// endSession ends session ss: the ctx of its calls in flight is cancelled
+// first (the go-sdk's ServerSession.Close waits for them to return), then
+// the session is closed. It returns at once; the close completes in the
+// background.
+func (s *Server) endSession(ss *sdk.ServerSession) <-chan struct{} {
+	s.sessionCalls(ss, "").cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ss.Close()
+	}()
+	return done
 }
 
 // serverFor is the HTTP handler's getServer. The go-sdk calls it for every
@@ -224,7 +293,10 @@ func (s *Server) serverFor(req *http.Request) *sdk.Server {
 }
 
 // Close ends every session, disposes their scopes and removes the
-// approval hook. It does not dispose the scope given to NewServer.
+// approval hook. It cancels the ctx of every call in flight first, and
+// waits for the sessions to end at most a few seconds (a body that ignores
+// its ctx ends in the background). It does not dispose the scope given to
+// NewServer.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -236,18 +308,39 @@ func (s *Server) Close() error {
 	for ts := range s.live {
 		live = append(live, ts)
 	}
+	ending := make([]*sessionCalls, 0, len(s.ending))
+	for _, sc := range s.ending {
+		ending = append(ending, sc)
+	}
 	s.mu.Unlock()
+	// Cancel every call first, then end the sessions side by side, each
+	// within closeGrace.
+	for _, sc := range ending {
+		sc.cancel()
+	}
+	var wg sync.WaitGroup
 	for _, ts := range live {
-		if ss := ts.session.Load(); ss != nil {
-			_ = ss.Close()
-		}
-		ts.end()
+		wg.Go(func() {
+			if ss := ts.session.Load(); ss != nil {
+				<-s.endSession(ss)
+			}
+			ts.end()
+		})
 	}
 	if s.shared != nil {
 		for ss := range s.shared.sdk.Sessions() {
-			_ = ss.Close()
+			wg.Go(func() { <-s.endSession(ss) })
 		}
 		s.shared.unsub()
+	}
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	timer := time.NewTimer(closeGrace)
+	defer timer.Stop()
+	select {
+	case <-all:
+	case <-timer.C:
+		s.cfg.logger.Warn("mcp: Close: a session's calls did not return within the grace period; it ends in the background", "grace", closeGrace)
 	}
 	s.undoHook()
 	return nil
@@ -544,6 +637,17 @@ func (ts *toolSet) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		}
 	}
 	ctx = context.WithValue(ctx, callStateKey{}, st)
+	// Ending the session (Close, Run's ctx, an HTTP DELETE) cancels the call.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if req.Session != nil {
+		var user string
+		if req.Extra != nil && req.Extra.TokenInfo != nil {
+			user = req.Extra.TokenInfo.UserID
+		}
+		stop := context.AfterFunc(ts.srv.sessionContext(req.Session, user), func() { cancel(errSessionEnded) })
+		defer stop()
+	}
 	res := ts.scope.Execute(ctx, runtime.Call{
 		ID:        "mcp-" + strconv.FormatInt(ts.srv.calls.Add(1), 10),
 		Name:      req.Params.Name,

@@ -2,12 +2,15 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -79,5 +82,103 @@ func TestServer_UnauthenticatedRequestsLeaveNoScope(t *testing.T) {
 	if r := callText(t, cs, "echo", map[string]any{"text": "hi"}); text(r) != "echo: hi" {
 		t.Errorf("echo after the probes: %q", text(r))
 	}
-	_ = context.Background
+}
+
+// TestServer_EndingSessionCancelsItsCalls: ending a session — Close, the
+// end of Run's ctx, an HTTP DELETE — cancels the ctx of its calls in
+// flight and returns within a bound, for a body that waits for its ctx
+// (issue 20, item 15).
+func TestServer_EndingSessionCancelsItsCalls(t *testing.T) {
+	startSlow := func(t *testing.T, f *fixture, cs *sdk.ClientSession) {
+		t.Helper()
+		go func() {
+			_, _ = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{"text": "x"}})
+		}()
+		waitFor(t, f.started, "the body to start")
+	}
+	bodyCancelled := func(t *testing.T, f *fixture) {
+		t.Helper()
+		if err := waitFor(t, f.bodyErr, "the body's ctx to end"); !errors.Is(err, context.Canceled) {
+			t.Errorf("the body saw %v, want context.Canceled", err)
+		}
+	}
+	for _, tr := range transports {
+		t.Run("Close/"+tr.name, func(t *testing.T) {
+			f := newFixture(t)
+			defer close(f.release)
+			srv := newServer(t, f.reg.Global())
+			startSlow(t, f, tr.connect(t, srv, client(nil), legacy))
+			closed := make(chan error, 1)
+			go func() { closed <- srv.Close() }()
+			bodyCancelled(t, f)
+			waitFor(t, closed, "Close to return")
+			if n := liveSessionScopes(srv, f.reg); n != 0 {
+				t.Errorf("%d session scopes live after Close", n)
+			}
+		})
+	}
+	t.Run("Close/shared", func(t *testing.T) {
+		f := newFixture(t)
+		defer close(f.release)
+		srv := newServer(t, f.reg.Global(), WithSharedScope())
+		startSlow(t, f, transports[0].connect(t, srv, client(nil), legacy))
+		closed := make(chan error, 1)
+		go func() { closed <- srv.Close() }()
+		bodyCancelled(t, f)
+		waitFor(t, closed, "Close to return")
+	})
+	t.Run("Run", func(t *testing.T) {
+		f := newFixture(t)
+		defer close(f.release)
+		srv := newServer(t, f.reg.Global())
+		ct, st := sdk.NewInMemoryTransports()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- srv.Run(ctx, st) }()
+		cs, err := client(nil).Connect(context.Background(), ct, legacy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		startSlow(t, f, cs)
+		cancel()
+		bodyCancelled(t, f)
+		if err := waitFor(t, ran, "Run to return"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+		eventually(t, "the session's scope to be disposed", func() bool { return liveSessionScopes(srv, f.reg) == 0 })
+	})
+	t.Run("DELETE", func(t *testing.T) {
+		f := newFixture(t)
+		defer close(f.release)
+		srv := newServer(t, f.reg.Global())
+		hs := httptest.NewServer(srv.StreamableHTTPHandler(nil))
+		t.Cleanup(hs.Close)
+		cs, err := client(nil).Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: hs.URL}, legacy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		startSlow(t, f, cs)
+		deleted := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodDelete, hs.URL, nil)
+			req.Header.Set(sessionIDHeader, cs.ID())
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				deleted <- -1
+				return
+			}
+			_ = res.Body.Close()
+			deleted <- res.StatusCode
+		}()
+		bodyCancelled(t, f)
+		if code := waitFor(t, deleted, "the DELETE's answer"); code != http.StatusNoContent {
+			t.Errorf("DELETE: status %d", code)
+		}
+		eventually(t, "the session's scope to be disposed", func() bool {
+			return srv.Sessions() == 0 && liveSessionScopes(srv, f.reg) == 0
+		})
+	})
 }
