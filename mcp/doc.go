@@ -63,7 +63,10 @@
 //
 //   - tools/list is the scope's Schemas(): name, description, the
 //     parameters as inputSchema (a tool whose parameters are not an object
-//     schema cannot be called over MCP and is left out, with a warning), and
+//     schema — "type" is "object", keys matched exactly — cannot be called
+//     over MCP, and one the go-sdk refuses, such as invalid x-mcp-header
+//     annotations, cannot be listed: either is left out, with a warning,
+//     and its registration is unaffected), and
 //     the output schema as outputSchema when it is an object schema (MCP
 //     requires object output schemas; a string-valued tool declares none).
 //     Pagination is the go-sdk's (ServerOptions.PageSize through

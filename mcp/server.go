@@ -589,7 +589,11 @@ func (ts *toolSet) sync() {
 		ts.sdk.RemoveTools(gone...)
 	}
 	for _, t := range add {
-		ts.sdk.AddTool(t, ts.call)
+		if err := ts.addTool(t); err != nil {
+			ts.srv.cfg.logger.Warn("mcp: tool not listed", "tool", t.Name, "error", err)
+			delete(ts.listed, t.Name)
+			delete(ts.typed, t.Name)
+		}
 	}
 }
 
@@ -597,23 +601,16 @@ func (ts *toolSet) sync() {
 // the parameters as inputSchema (MCP requires an object schema), and the
 // output schema as outputSchema when it is an object schema.
 func (ts *toolSet) mcpTool(sc runtime.ToolSchema) (*sdk.Tool, error) {
-	if !isObjectSchema(sc.Parameters) {
-		return nil, errors.New(`MCP needs an input schema of type "object"`)
-	}
 	t := &sdk.Tool{Name: sc.Name, Description: sc.Description, InputSchema: sc.Parameters}
 	if def, ok := ts.scope.Get(sc.Name); ok && def.Output != nil && def.Output.Schema != nil {
-		if b, err := json.Marshal(def.Output.Schema); err == nil && isObjectSchema(b) {
+		if b, err := json.Marshal(def.Output.Schema); err == nil && isObjectSchema(b) && !tooDeep(b) {
 			t.OutputSchema = json.RawMessage(b)
 		}
 	}
-	return t, nil
-}
-
-func isObjectSchema(b json.RawMessage) bool {
-	var m struct {
-		Type any `json:"type"`
+	if err := sdkRefuses(t); err != nil {
+		return nil, err
 	}
-	return json.Unmarshal(b, &m) == nil && m.Type == "object"
+	return t, nil
 }
 
 // call is every listed tool's handler: the call runs through the scope's

@@ -2,12 +2,16 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -181,4 +185,161 @@ func TestServer_EndingSessionCancelsItsCalls(t *testing.T) {
 			return srv.Sessions() == 0 && liveSessionScopes(srv, f.reg) == 0
 		})
 	})
+}
+
+// TestServer_SchemaTheGoSDKRejectsIsLeftOut: a tool whose parameters the
+// go-sdk refuses (its AddTool panics) is left out with a warning, whether
+// registered before a session opens or while sessions are open; the
+// registration itself succeeds and the other tools are listed (issue 20,
+// item 16).
+func TestServer_SchemaTheGoSDKRejectsIsLeftOut(t *testing.T) {
+	rejected := map[string]string{
+		"capital_type":  `{"Type":"object","properties":{}}`,
+		"type_twice":    `{"type":"string","Type":"object"}`,
+		"header_object": `{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"X-A"}}}`,
+		"header_empty":  `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":""}}}`,
+		"header_bad":    `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X A"}}}`,
+		"header_twice":  `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X-A"},"b":{"type":"object","properties":{"c":{"type":"integer","x-mcp-header":"x-a"}}}}}`,
+	}
+	def := func(name, params string) runtime.Definition {
+		return runtime.Definition{
+			Name: name, Description: "odd", Parameters: json.RawMessage(params),
+			Output: &runtime.Output{Schema: map[string]any{"type": "string"}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+				return []runtime.Block{runtime.Text(string(v))}, nil
+			}},
+			Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "odd", nil },
+		}
+	}
+	registerAll := func(t *testing.T, sc *runtime.Scope, suffix string) {
+		t.Helper()
+		for name, params := range rejected {
+			if _, err := sc.Register(def(name+suffix, params)); err != nil {
+				t.Fatalf("Register %s: %v", name+suffix, err)
+			}
+		}
+		// An accepted header annotation is listed.
+		if _, err := sc.Register(def("header_ok"+suffix, `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X-A"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mode := range []string{"per-session", "shared"} {
+		for _, tr := range transports {
+			t.Run(mode+"/"+tr.name, func(t *testing.T) {
+				f := newFixture(t)
+				var logged syncBuffer
+				opts := []ServerOption{WithLogger(slog.New(slog.NewTextHandler(&logged, nil)))}
+				if mode == "shared" {
+					opts = append(opts, WithSharedScope())
+				}
+				registerAll(t, f.reg.Global(), "")
+				srv := newServer(t, f.reg.Global(), opts...)
+				changed := make(chan struct{}, 16)
+				cs := tr.connect(t, srv, client(&sdk.ClientOptions{
+					ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} },
+				}), legacy)
+				names := toolNames(t, cs)
+				for name := range rejected {
+					if slices.Contains(names, name) {
+						t.Errorf("%s listed", name)
+					}
+				}
+				if !slices.Contains(names, "echo") || !slices.Contains(names, "header_ok") {
+					t.Errorf("tools %v", names)
+				}
+				// Registered while the session is open: Register succeeds.
+				registerAll(t, f.reg.Global(), "_late")
+				late, err := runtime.NewTool("late", "late", func(context.Context, textIn, *runtime.RunContext) (string, error) { return "late", nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.reg.Global().Register(late); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, changed, "list_changed")
+				eventually(t, "late to be listed", func() bool { return slices.Contains(toolNames(t, cs), "late") })
+				names = toolNames(t, cs)
+				for name := range rejected {
+					if slices.Contains(names, name+"_late") {
+						t.Errorf("%s_late listed", name)
+					}
+				}
+				if r := callText(t, cs, "echo", map[string]any{"text": "ok"}); text(r) != "echo: ok" {
+					t.Errorf("echo: %q", text(r))
+				}
+				for name := range rejected {
+					if !strings.Contains(logged.String(), "tool="+name+"_late") {
+						t.Errorf("no warning for %s_late", name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// syncBuffer is a strings.Builder safe for concurrent writers (loggers).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestServer_SDKRefusesMatchesGoSDK: the exporter's check refuses exactly
+// the tools whose AddTool panics in the go-sdk, and addTool turns such a
+// panic into an error (issue 20, item 16).
+func TestServer_SDKRefusesMatchesGoSDK(t *testing.T) {
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 600) + `{"type":"string"}` + strings.Repeat(`}}`, 600)
+	for _, in := range []string{
+		`{"type":"object"}`,
+		`{"Type":"object"}`,
+		`{"type":"object","Type":"string"}`,
+		`{"type":"string","Type":"object"}`,
+		`{"type":["object"]}`,
+		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X-A"}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","X-MCP-Header":"X A"}}}`,
+		`{"type":"object","properties":{"a":{"Type":"string","x-mcp-header":"X-A"}}}`,
+		`{"type":"object","properties":{"a":{"type":"number","x-mcp-header":"X-A"}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":null}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":7}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"é"}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X-A"},"b":{"type":"boolean","x-mcp-header":"x-a"}}}`,
+		`{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"X-A"},"b":true}}`,
+		`{"type":"object","properties":{"a":{"type":["string"],"x-mcp-header":"X A"}}}`,
+		`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"integer","x-mcp-header":"X-B"}}}}}`,
+		`{"type":"object","properties":null}`,
+		`{"type":"object","properties":{"a":null}}`,
+		deep,
+	} {
+		tool := &sdk.Tool{Name: "t", InputSchema: json.RawMessage(in)}
+		var panicked any
+		func() {
+			defer func() { panicked = recover() }()
+			sdk.NewServer(&sdk.Implementation{Name: "x"}, nil).AddTool(tool, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return nil, nil
+			})
+		}()
+		refused := sdkRefuses(tool)
+		if (panicked != nil) != (refused != nil) {
+			short := in
+			if len(short) > 120 {
+				short = short[:120] + "…"
+			}
+			t.Errorf("%s: go-sdk panic %v, exporter's check %v", short, panicked, refused)
+		}
+	}
+	f := newFixture(t)
+	srv := newServer(t, f.reg.Global(), WithSharedScope())
+	if err := srv.shared.addTool(&sdk.Tool{Name: "no_schema"}); err == nil {
+		t.Error("addTool of a tool without an input schema: no error")
+	}
 }
