@@ -85,7 +85,10 @@
 //     cancels the ctx of every call of the session first; Close and Run
 //     then wait at most a few seconds for the session to end (a body that
 //     ignores its ctx finishes in the background).
-//   - Every registry change (OnChange) re-syncs each session's tool list;
+//   - Every registry change (OnChange) re-syncs each session's tool list,
+//     off the changing call's path: in the background, coalesced (at most
+//     one re-sync pending per session, so a burst of registrations costs a
+//     couple of re-syncs), each rebuilding only the tools that changed;
 //     a change that alters what a session sees makes the go-sdk send it
 //     notifications/tools/list_changed (debounced by 10 ms), on the legacy
 //     session channel or, for protocol 2026-07-28 clients, on their

@@ -45,7 +45,11 @@ type Server struct {
 	undoHook func()   // the approval hook's disposer
 	calls    atomic.Int64
 	keys     atomic.Int64
-	key      [32]byte // seals approval questions (seal)
+	resyncs  atomic.Int64 // tool-list syncs run (tests)
+	// resyncHook, if set (tests), runs before each re-sync a registry
+	// change started.
+	resyncHook func()
+	key        [32]byte // seals approval questions (seal)
 
 	mu     sync.Mutex
 	closed bool
@@ -332,6 +336,9 @@ func (s *Server) Close() error {
 			wg.Go(func() { <-s.endSession(ss) })
 		}
 		s.shared.unsub()
+		s.shared.mu.Lock()
+		s.shared.ended = true // a re-sync still running stops
+		s.shared.mu.Unlock()
 	}
 	all := make(chan struct{})
 	go func() { wg.Wait(); close(all) }()
@@ -393,11 +400,14 @@ type toolSet struct {
 	session atomic.Pointer[sdk.ServerSession]
 	waiting sync.Once
 
-	mu     sync.Mutex
-	listed map[string]string // name → the listed tool's JSON, to tell changes
-	typed  map[string]bool   // names whose listed tool declares an outputSchema
-	id     string            // the streamable HTTP session id, if any
-	ended  bool
+	mu    sync.Mutex
+	known map[string]listing // the scope's visible tools at the last sync, by name
+	id    string             // the streamable HTTP session id, if any
+	ended bool
+
+	rmu     sync.Mutex
+	running bool // a re-sync goroutine runs
+	pending bool // a change arrived while it ran
 }
 
 func (s *Server) newToolSet(req *http.Request) *toolSet {
@@ -540,16 +550,60 @@ func (ts *toolSet) end() {
 }
 
 func (ts *toolSet) onChange() error {
-	ts.sync()
+	ts.resync()
 	return nil
+}
+
+// resync re-syncs the tool list off the changing call's path: in a
+// goroutine of the tool set's own, started if none runs; a change while
+// one runs leaves one re-sync pending (coalesced), so a burst of changes
+// costs two re-syncs, not one per change.
+func (ts *toolSet) resync() {
+	ts.rmu.Lock()
+	if ts.running {
+		ts.pending = true
+		ts.rmu.Unlock()
+		return
+	}
+	ts.running = true
+	ts.rmu.Unlock()
+	go ts.resyncLoop()
+}
+
+func (ts *toolSet) resyncLoop() {
+	for {
+		if h := ts.srv.resyncHook; h != nil {
+			h()
+		}
+		ts.sync()
+		ts.rmu.Lock()
+		if !ts.pending {
+			ts.running = false
+			ts.rmu.Unlock()
+			return
+		}
+		ts.pending = false
+		ts.rmu.Unlock()
+	}
+}
+
+// listing is what the tool set knows of one visible tool.
+type listing struct {
+	key    string // what the MCP tool is made from (description, parameters, output schema)
+	listed bool   // in the go-sdk server's list (false: left out, with a warning)
+	typed  bool   // declares an outputSchema
 }
 
 // sync makes the go-sdk server's tool list the scope's visible tools:
 // tools that appeared or changed are added (replacing), tools that went
-// away removed. The go-sdk announces each change to the session with
-// notifications/tools/list_changed (debounced), and answers tools/list
-// from this list, with its pagination.
+// away removed. A tool whose description, parameters and output schema
+// are what they were is neither rebuilt nor re-added, so a sync costs
+// one pass over the view plus what changed. The go-sdk announces each
+// change to the session with notifications/tools/list_changed
+// (debounced), and answers tools/list from this list, with its
+// pagination.
 func (ts *toolSet) sync() {
+	ts.srv.resyncs.Add(1)
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.ended {
@@ -560,52 +614,56 @@ func (ts *toolSet) sync() {
 		ts.srv.cfg.logger.Warn("mcp: listing the scope's tools", "scope", ts.scope.Key(), "error", err)
 		return
 	}
-	next := make(map[string]string, len(schemas))
-	typed := make(map[string]bool)
+	next := make(map[string]listing, len(schemas))
 	var add []*sdk.Tool
 	for _, sc := range schemas {
-		tool, err := ts.mcpTool(sc)
-		if err != nil {
-			ts.srv.cfg.logger.Warn("mcp: tool not listed", "tool", sc.Name, "error", err)
+		def, _ := ts.scope.Get(sc.Name)
+		var out []byte
+		if def.Output != nil && def.Output.Schema != nil {
+			out, _ = json.Marshal(def.Output.Schema)
+		}
+		key := sc.Description + "\x00" + string(sc.Parameters) + "\x00" + string(out)
+		if prev, ok := ts.known[sc.Name]; ok && prev.key == key {
+			next[sc.Name] = prev
 			continue
 		}
-		b, _ := json.Marshal(tool)
-		next[sc.Name] = string(b)
-		if tool.OutputSchema != nil {
-			typed[sc.Name] = true
+		tool, err := mcpTool(sc, out)
+		if err != nil {
+			ts.srv.cfg.logger.Warn("mcp: tool not listed", "tool", sc.Name, "error", err)
+			next[sc.Name] = listing{key: key}
+			continue
 		}
-		if ts.listed[sc.Name] != string(b) {
-			add = append(add, tool)
-		}
+		next[sc.Name] = listing{key: key, listed: true, typed: tool.OutputSchema != nil}
+		add = append(add, tool)
 	}
 	var gone []string
-	for name := range ts.listed {
-		if _, ok := next[name]; !ok {
+	for name, prev := range ts.known {
+		if prev.listed && !next[name].listed {
 			gone = append(gone, name)
 		}
 	}
-	ts.listed, ts.typed = next, typed
+	ts.known = next
 	if len(gone) > 0 {
 		ts.sdk.RemoveTools(gone...)
 	}
 	for _, t := range add {
 		if err := ts.addTool(t); err != nil {
 			ts.srv.cfg.logger.Warn("mcp: tool not listed", "tool", t.Name, "error", err)
-			delete(ts.listed, t.Name)
-			delete(ts.typed, t.Name)
+			l := next[t.Name]
+			l.listed, l.typed = false, false
+			next[t.Name] = l
 		}
 	}
 }
 
 // mcpTool is the MCP tool for one schema of the scope: name, description,
 // the parameters as inputSchema (MCP requires an object schema), and the
-// output schema as outputSchema when it is an object schema.
-func (ts *toolSet) mcpTool(sc runtime.ToolSchema) (*sdk.Tool, error) {
+// output schema (out, its JSON) as outputSchema when it is an object
+// schema. It fails for a tool the go-sdk would refuse.
+func mcpTool(sc runtime.ToolSchema, out []byte) (*sdk.Tool, error) {
 	t := &sdk.Tool{Name: sc.Name, Description: sc.Description, InputSchema: sc.Parameters}
-	if def, ok := ts.scope.Get(sc.Name); ok && def.Output != nil && def.Output.Schema != nil {
-		if b, err := json.Marshal(def.Output.Schema); err == nil && isObjectSchema(b) && !tooDeep(b) {
-			t.OutputSchema = json.RawMessage(b)
-		}
+	if out != nil && isObjectSchema(out) && !tooDeep(out) {
+		t.OutputSchema = json.RawMessage(out)
 	}
 	if err := sdkRefuses(t); err != nil {
 		return nil, err
@@ -662,7 +720,7 @@ func (ts *toolSet) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 func (ts *toolSet) hasStructuredOutput(name string) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	return ts.typed[name]
+	return ts.known[name].typed
 }
 
 // toCallToolResult maps a toolscope result to MCP: content blocks, a

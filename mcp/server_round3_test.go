@@ -343,3 +343,79 @@ func TestServer_SDKRefusesMatchesGoSDK(t *testing.T) {
 		t.Error("addTool of a tool without an input schema: no error")
 	}
 }
+
+// TestServer_ResyncIsCoalescedOffTheCallersPath: a registry change does
+// not re-list the open sessions inside the changing call; re-syncs run in
+// the background, at most one pending per session, so registering many
+// tools with many sessions open costs a few re-syncs per session, not one
+// per change (issue 20, item 17).
+func TestServer_ResyncIsCoalescedOffTheCallersPath(t *testing.T) {
+	const sessions, tools = 8, 150
+	for _, mode := range []string{"per-session", "shared"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t)
+			var opts []ServerOption
+			if mode == "shared" {
+				opts = append(opts, WithSharedScope())
+			}
+			srv := newServer(t, f.reg.Global(), opts...)
+			var css []*sdk.ClientSession
+			for range sessions {
+				css = append(css, transports[0].connect(t, srv, client(nil), legacy))
+			}
+			release := make(chan struct{})
+			srv.resyncHook = func() { <-release }
+			released := false
+			defer func() {
+				if !released {
+					close(release)
+				}
+			}()
+			before := srv.resyncs.Load()
+			registered := make(chan error, 1)
+			go func() {
+				for i := range tools {
+					d, err := runtime.NewTool("bulk_"+strconv.Itoa(i), "bulk", func(context.Context, textIn, *runtime.RunContext) (string, error) { return "", nil })
+					if err == nil {
+						_, err = f.reg.Global().Register(d)
+					}
+					if err != nil {
+						registered <- err
+						return
+					}
+				}
+				registered <- nil
+			}()
+			if err := waitFor(t, registered, "the registrations (re-syncs are held)"); err != nil {
+				t.Fatal(err)
+			}
+			if n := srv.resyncs.Load() - before; n != 0 {
+				t.Errorf("%d re-syncs ran inside the registering calls", n)
+			}
+			close(release)
+			released = true
+			for _, cs := range css {
+				eventually(t, "every session to list the new tools", func() bool {
+					res, err := cs.ListTools(context.Background(), &sdk.ListToolsParams{})
+					if err != nil {
+						return false
+					}
+					n := 0
+					for _, tool := range res.Tools {
+						if strings.HasPrefix(tool.Name, "bulk_") {
+							n++
+						}
+					}
+					return n == tools
+				})
+			}
+			want := int64(2 * sessions) // one held, one pending per tool set
+			if mode == "shared" {
+				want = 2
+			}
+			if n := srv.resyncs.Load() - before; n > want {
+				t.Errorf("%d re-syncs for %d changes, want at most %d", n, tools, want)
+			}
+		})
+	}
+}
