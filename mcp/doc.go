@@ -70,7 +70,11 @@
 //     the output schema as outputSchema when it is an object schema (MCP
 //     requires object output schemas; a string-valued tool declares none).
 //     Pagination is the go-sdk's (ServerOptions.PageSize through
-//     WithSDKOptions).
+//     WithSDKOptions). A tool that is parallel whatever its arguments
+//     (runtime.Definition.AlwaysParallel: NewTool's WithParallel) is
+//     annotated readOnlyHint (and idempotentHint), so importing it with
+//     WithReadOnlyParallel keeps it parallel; every other tool carries no
+//     annotations, and MCP's defaults (not read-only) keep it exclusive.
 //   - tools/call is Execute on the session's scope with the whole pipeline:
 //     pre-execute, approval, guards, around hooks, body, output validation,
 //     post-execute, finalizer, observers. Every failure (a guard's denial,
@@ -112,8 +116,9 @@
 //     fails closed.
 //
 // Not mapped: prompts, resources, sampling, roots, completion, logging
-// (the go-sdk's own handling applies: none are offered); tool annotations
-// and titles; progress notifications. The go-sdk client speaks 2026-07-28
+// (the go-sdk's own handling applies: none are offered); tool titles and
+// the annotations other than the read-only ones above; progress
+// notifications. The go-sdk client speaks 2026-07-28
 // by default; the TypeScript SDK and most clients today speak 2025-11-25.
 // Over 2026-07-28 streamable HTTP
 // there are no sessions: every request is its own session, with a scope of

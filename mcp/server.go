@@ -622,12 +622,13 @@ func (ts *toolSet) sync() {
 		if def.Output != nil && def.Output.Schema != nil {
 			out, _ = json.Marshal(def.Output.Schema)
 		}
-		key := sc.Description + "\x00" + string(sc.Parameters) + "\x00" + string(out)
+		parallel := def.AlwaysParallel()
+		key := sc.Description + "\x00" + string(sc.Parameters) + "\x00" + string(out) + "\x00" + strconv.FormatBool(parallel)
 		if prev, ok := ts.known[sc.Name]; ok && prev.key == key {
 			next[sc.Name] = prev
 			continue
 		}
-		tool, err := mcpTool(sc, out)
+		tool, err := mcpTool(sc, out, parallel)
 		if err != nil {
 			ts.srv.cfg.logger.Warn("mcp: tool not listed", "tool", sc.Name, "error", err)
 			next[sc.Name] = listing{key: key}
@@ -657,11 +658,18 @@ func (ts *toolSet) sync() {
 }
 
 // mcpTool is the MCP tool for one schema of the scope: name, description,
-// the parameters as inputSchema (MCP requires an object schema), and the
+// the parameters as inputSchema (MCP requires an object schema), the
 // output schema (out, its JSON) as outputSchema when it is an object
-// schema. It fails for a tool the go-sdk would refuse.
-func mcpTool(sc runtime.ToolSchema, out []byte) (*sdk.Tool, error) {
+// schema, and, for a tool that is parallel whatever its arguments
+// (runtime.Definition.AlwaysParallel), the annotation readOnlyHint, so an
+// importer that trusts it (WithReadOnlyParallel) keeps the tool parallel.
+// Other tools carry no annotations: MCP's defaults (not read-only, maybe
+// destructive) fail closed. It fails for a tool the go-sdk would refuse.
+func mcpTool(sc runtime.ToolSchema, out []byte, parallel bool) (*sdk.Tool, error) {
 	t := &sdk.Tool{Name: sc.Name, Description: sc.Description, InputSchema: sc.Parameters}
+	if parallel {
+		t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+	}
 	if out != nil && isObjectSchema(out) && !tooDeep(out) {
 		t.OutputSchema = json.RawMessage(out)
 	}
