@@ -40,6 +40,15 @@
 // StreamableHTTPHandler for streamable HTTP. The binary
 // mcp/cmd/toolscope-mcp serves the demo's tools this way.
 //
+// Network exposure. StreamableHTTPHandler has no authentication of its
+// own and the go-sdk's Host check (DNS rebinding) covers loopback only:
+// off loopback, give it WithBearerToken ("Authorization: Bearer", 401
+// otherwise) or WithHTTPMiddleware (authentication of your own), and
+// WithAllowedHosts (a Host allow-list checked on every interface). The
+// binary serves HTTP on loopback unless told otherwise, warns when its
+// address is reachable from other machines, and takes -token (or
+// $TOOLSCOPE_MCP_TOKEN) and -allowed-hosts.
+//
 // Sessions. By default every client session gets its own agent scope under
 // the given scope, created when the session opens (before its first
 // message is read) and disposed when it ends, so restrictions, guards and

@@ -3,9 +3,14 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,12 +26,121 @@ import (
 // initialize request (or, without one, by its first tools request). A
 // request that opens no session (malformed JSON, a notification, another
 // method without a session id) leaves nothing behind.
-func (s *Server) StreamableHTTPHandler(opts *sdk.StreamableHTTPOptions) http.Handler {
-	limit := int64(sdk.DefaultMaxRequestBodyBytes)
-	if opts != nil && opts.MaxRequestBodyBytes != 0 {
-		limit = opts.MaxRequestBodyBytes
+//
+// The handler has no authentication of its own: serve it on loopback, or
+// give it WithBearerToken or WithHTTPMiddleware (your own authentication),
+// and WithAllowedHosts on any other interface. Checks run in that order:
+// the Host allow-list, the bearer token, the middlewares, then MCP.
+func (s *Server) StreamableHTTPHandler(opts *sdk.StreamableHTTPOptions, hopts ...HTTPOption) http.Handler {
+	var c httpConfig
+	for _, o := range hopts {
+		o(&c)
 	}
-	return &httpHandler{srv: s, inner: sdk.NewStreamableHTTPHandler(s.serverFor, opts), limit: limit}
+	limit := int64(sdk.DefaultMaxRequestBodyBytes)
+	var o sdk.StreamableHTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxRequestBodyBytes != 0 {
+		limit = o.MaxRequestBodyBytes
+	}
+	if len(c.hosts) > 0 {
+		// The allow-list is the Host check, on every interface; the
+		// go-sdk's (loopback only, loopback names only) would refuse an
+		// allowed name behind a local reverse proxy.
+		o.DisableLocalhostProtection = true
+	}
+	var h http.Handler = &httpHandler{srv: s, inner: sdk.NewStreamableHTTPHandler(s.serverFor, &o), limit: limit}
+	for i := len(c.middleware) - 1; i >= 0; i-- {
+		h = c.middleware[i](h)
+	}
+	if c.token != "" {
+		h = bearerToken(c.token, h)
+	}
+	if len(c.hosts) > 0 {
+		h = allowHosts(c.hosts, h)
+	}
+	return h
+}
+
+// HTTPOption configures StreamableHTTPHandler.
+type HTTPOption func(*httpConfig)
+
+type httpConfig struct {
+	token      string
+	middleware []func(http.Handler) http.Handler
+	hosts      map[string]bool
+}
+
+// WithBearerToken requires every request to carry the header
+// "Authorization: Bearer <token>"; any other request is refused with 401
+// Unauthorized (and "WWW-Authenticate: Bearer") before the MCP handler
+// sees it. The comparison takes constant time. An empty token is ignored.
+func WithBearerToken(token string) HTTPOption {
+	return func(c *httpConfig) { c.token = token }
+}
+
+// WithHTTPMiddleware wraps the MCP handler in mw, for authentication of
+// your own (the go-sdk's auth.RequireBearerToken, say, whose TokenInfo
+// then ties each session to its user) or anything else. Several wrap in
+// the order given: the first is outermost. They run after the Host
+// allow-list and the bearer token.
+func WithHTTPMiddleware(mw func(http.Handler) http.Handler) HTTPOption {
+	return func(c *httpConfig) {
+		if mw != nil {
+			c.middleware = append(c.middleware, mw)
+		}
+	}
+}
+
+// WithAllowedHosts refuses, with 403 Forbidden, every request whose Host
+// header (without its port, ignoring case) is none of hosts, whatever the
+// interface it arrived on: the check that stops DNS rebinding, which the
+// go-sdk applies only to requests arriving on loopback (and which this
+// allow-list then replaces). List the names clients use to reach the
+// server (e.g. "mcp.example.com", "localhost", "127.0.0.1").
+func WithAllowedHosts(hosts ...string) HTTPOption {
+	return func(c *httpConfig) {
+		if c.hosts == nil {
+			c.hosts = map[string]bool{}
+		}
+		for _, h := range hosts {
+			c.hosts[strings.ToLower(hostOnly(h))] = true
+		}
+	}
+}
+
+// hostOnly is host without its port (and an IPv6 literal without its
+// brackets).
+func hostOnly(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+}
+
+func allowHosts(hosts map[string]bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hosts[strings.ToLower(hostOnly(r.Host))] {
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearerToken(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type httpHandler struct {
