@@ -115,11 +115,17 @@
 //     a failed elicitation denies. On protocol 2026-07-28, where a server
 //     may not send requests while serving one, the question is returned as
 //     an input_required result (SEP-2322 multi round-trip) and the client
-//     answers by calling again: that first execution ends as the denial
-//     `tool "<name>" waits for approval from the MCP client` (so events
-//     show it), and the answer counts only with the request state that
-//     seals the question (an HMAC of tool, arguments and reason under the
-//     server's key), so it cannot be forged or reused for other arguments.
+//     answers by calling again. The call does not end at the question: it
+//     executes in the background and waits, so a body that makes a nested
+//     call needing approval too is not run again — the client answers each
+//     question once, and every body runs once. The retry resumes the call
+//     only with the request state that seals the question (an HMAC of the
+//     pending call, the question's number, tool and arguments under the
+//     server's key) and the same tool, arguments and authenticated user,
+//     so an answer cannot be forged or reused for other arguments. A
+//     question unanswered for 5 minutes denies the call, at most 256 calls
+//     wait at once, a client that cancels the call it waits for cancels
+//     it, and Close cancels them all.
 //     Without the capability the Ask goes on to the registry's approver
 //     (runtime.WithApprover), and without one it is denied (R55): approval
 //     fails closed.

@@ -2,10 +2,7 @@ package mcp
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +55,11 @@ type Server struct {
 	// ending: the ctx of each session's calls, cancelled when the session
 	// is ended (endCalls), forgotten when it has ended.
 	ending map[*sdk.ServerSession]*sessionCalls
+	// pending: the calls waiting on approval round trips, by id
+	// (roundtrip.go); closing ends with Close and cancels them.
+	pending   map[string]*pendingCall
+	closing   context.Context
+	endClosed context.CancelFunc
 }
 
 // sessionCalls is the ctx every call of one session derives from.
@@ -142,7 +144,8 @@ func NewServer(scope *runtime.Scope, opts ...ServerOption) (*Server, error) {
 	if scope == nil {
 		return nil, errors.New("mcp: NewServer needs a scope")
 	}
-	s := &Server{scope: scope, live: map[*toolSet]struct{}{}, byID: map[string]*toolSet{}, ending: map[*sdk.ServerSession]*sessionCalls{}}
+	s := &Server{scope: scope, live: map[*toolSet]struct{}{}, byID: map[string]*toolSet{}, ending: map[*sdk.ServerSession]*sessionCalls{}, pending: map[string]*pendingCall{}}
+	s.closing, s.endClosed = context.WithCancel(context.Background())
 	_, _ = rand.Read(s.key[:])
 	for _, o := range opts {
 		o(&s.cfg)
@@ -316,13 +319,21 @@ func (s *Server) Close() error {
 	for _, sc := range s.ending {
 		ending = append(ending, sc)
 	}
+	pending := make([]*pendingCall, 0, len(s.pending))
+	for _, p := range s.pending {
+		pending = append(pending, p)
+	}
 	s.mu.Unlock()
 	// Cancel every call first, then end the sessions side by side, each
 	// within closeGrace.
+	s.endClosed()
 	for _, sc := range ending {
 		sc.cancel()
 	}
 	var wg sync.WaitGroup
+	for _, p := range pending {
+		wg.Go(func() { <-p.done })
+	}
 	for _, ts := range live {
 		wg.Go(func() {
 			if ss := ts.session.Load(); ss != nil {
@@ -404,6 +415,11 @@ type toolSet struct {
 	known map[string]listing // the scope's visible tools at the last sync, by name
 	id    string             // the streamable HTTP session id, if any
 	ended bool
+
+	// holds: pending calls executing in the scope (roundtrip.go); a
+	// session that ends meanwhile disposes its scope at the last release.
+	holds        int
+	disposeLater bool
 
 	rmu     sync.Mutex
 	running bool // a re-sync goroutine runs
@@ -536,6 +552,8 @@ func (ts *toolSet) end() {
 	}
 	ts.ended = true
 	id := ts.id
+	later := ts.holds > 0 // a pending call still executes in the scope
+	ts.disposeLater = later
 	ts.mu.Unlock()
 	s := ts.srv
 	s.mu.Lock()
@@ -544,7 +562,7 @@ func (ts *toolSet) end() {
 		delete(s.byID, id)
 	}
 	s.mu.Unlock()
-	if ts.own && ts.scope != nil {
+	if ts.own && ts.scope != nil && !later {
 		ts.scope.Dispose()
 	}
 }
@@ -680,23 +698,24 @@ func mcpTool(sc runtime.ToolSchema, out []byte, parallel bool) (*sdk.Tool, error
 }
 
 // call is every listed tool's handler: the call runs through the scope's
-// whole pipeline, with what the approval hook needs in its ctx. When the
-// hook asked the client for approval through a multi round-trip
-// (protocol 2026-07-28), the result is that input request instead.
+// whole pipeline, with what the approval hook needs in its ctx. A call
+// from a client that answers approvals by multi round-trip (protocol
+// 2026-07-28) runs as a pending call (roundTrip): the result may be an
+// approval question instead, answered by a retry.
 func (ts *toolSet) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	args := req.Params.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	var user string
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		user = req.Extra.TokenInfo.UserID
+	}
 	st := &callState{session: req.Session}
 	if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
 		st.elicit = elicitDirect
 		if req.ProtocolVersion() >= roundTripVersion {
-			st.elicit = elicitRoundTrip
-			st.retryState = req.Params.RequestState
-			if r, ok := req.Params.InputResponses[approvalInput].(*sdk.ElicitResult); ok {
-				st.answer = r
-			}
+			return ts.roundTrip(ctx, req, args, user)
 		}
 	}
 	ctx = context.WithValue(ctx, callStateKey{}, st)
@@ -704,10 +723,6 @@ func (ts *toolSet) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if req.Session != nil {
-		var user string
-		if req.Extra != nil && req.Extra.TokenInfo != nil {
-			user = req.Extra.TokenInfo.UserID
-		}
 		stop := context.AfterFunc(ts.srv.sessionContext(req.Session, user), func() { cancel(errSessionEnded) })
 		defer stop()
 	}
@@ -716,12 +731,6 @@ func (ts *toolSet) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 		Name:      req.Params.Name,
 		Arguments: args,
 	})
-	if st.ask != nil {
-		return &sdk.CallToolResult{
-			InputRequests: sdk.InputRequestMap{approvalInput: st.ask},
-			RequestState:  st.askState,
-		}, nil
-	}
 	return toCallToolResult(res, ts.hasStructuredOutput(req.Params.Name)), nil
 }
 
@@ -807,12 +816,9 @@ type callStateKey struct{}
 
 // callState is what the approval hook knows of one tools/call.
 type callState struct {
-	session    *sdk.ServerSession
-	elicit     elicitMode
-	answer     *sdk.ElicitResult // round trip: the client's answer, on a retry
-	retryState string            // round trip: the requestState the retry echoed
-	ask        *sdk.ElicitParams // round trip: the question to return instead of a result
-	askState   string
+	session *sdk.ServerSession
+	elicit  elicitMode
+	pending *pendingCall // round trip: the call's questions go through it
 }
 
 // approvalSchema is what an approval elicitation asks for: one boolean.
@@ -849,14 +855,11 @@ func (s *Server) approve(ctx context.Context, e runtime.Execution, next func() (
 			return runtime.Deny(fmt.Sprintf("tool %q requires approval, and asking the MCP client failed: %v", e.Name(), err)), nil
 		}
 	case elicitRoundTrip:
-		// The answer counts only for the question asked: the same tool,
-		// arguments and reason, sealed in the request state.
-		token := s.seal(e.Name(), args, dec.Reason)
-		if st.answer == nil || !hmac.Equal([]byte(st.retryState), []byte(token)) {
-			st.ask, st.askState = q, token
-			return runtime.Deny(fmt.Sprintf("tool %q waits for approval from the MCP client", e.Name())), nil
+		// The call waits while the question goes back to the client; the
+		// retry that answers it (sealed request state) resumes it.
+		if res, err = st.pending.ask(ctx, e.Name(), q); err != nil {
+			return runtime.Deny(fmt.Sprintf("tool %q requires approval, and the MCP client gave none: %v", e.Name(), err)), nil
 		}
-		res = st.answer
 	}
 	switch {
 	case res.Action == "accept" && res.Content["approve"] == true:
@@ -866,16 +869,4 @@ func (s *Server) approve(ctx context.Context, e runtime.Execution, next func() (
 	default:
 		return runtime.Deny(fmt.Sprintf("the user rejected tool %q", e.Name())), nil
 	}
-}
-
-// seal is the request state of an approval question: an HMAC, under the
-// server's own key, of what is being approved.
-func (s *Server) seal(name string, args json.RawMessage, reason string) string {
-	m := hmac.New(sha256.New, s.key[:])
-	m.Write([]byte(name))
-	m.Write([]byte{0})
-	m.Write(args)
-	m.Write([]byte{0})
-	m.Write([]byte(reason))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
