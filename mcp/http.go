@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
@@ -180,8 +181,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // request, leaving the body as it was for the go-sdk. It reads no more
 // than the body bound the go-sdk enforces (plus one byte).
 func (h *httpHandler) peekInitialize(req *http.Request) bool {
-	if req.Body == nil {
-		return false
+	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); req.Body == nil || err != nil || mt != "application/json" {
+		return false // the go-sdk refuses it unread
 	}
 	r := io.Reader(req.Body)
 	if h.limit > 0 {
@@ -195,18 +196,20 @@ func (h *httpHandler) peekInitialize(req *http.Request) bool {
 	if err != nil || (h.limit > 0 && int64(len(b)) > h.limit) {
 		return false
 	}
-	type msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+	// Keys are matched exactly, as the go-sdk matches them.
+	isInit := func(m map[string]json.RawMessage) bool {
+		var method string
+		_, hasID := m["id"]
+		return hasID && json.Unmarshal(m["method"], &method) == nil && method == "initialize"
 	}
-	var one msg
+	var one map[string]json.RawMessage
 	if json.Unmarshal(b, &one) == nil {
-		return one.Method == "initialize" && len(one.ID) > 0
+		return isInit(one)
 	}
-	var batch []msg
+	var batch []map[string]json.RawMessage
 	if json.Unmarshal(b, &batch) == nil {
 		for _, m := range batch {
-			if m.Method == "initialize" && len(m.ID) > 0 {
+			if isInit(m) {
 				return true
 			}
 		}

@@ -53,7 +53,7 @@ type Server struct {
 	live   map[*toolSet]struct{} // per-session tool sets, bound and not ended
 	byID   map[string]*toolSet   // streamable HTTP sessions by id
 	// ending: the ctx of each session's calls, cancelled when the session
-	// is ended (endCalls), forgotten when it has ended.
+	// is ended (endSession, Close, a DELETE), forgotten when it has ended.
 	ending map[*sdk.ServerSession]*sessionCalls
 	// pending: the calls waiting on approval round trips, by id
 	// (roundtrip.go); closing ends with Close and cancels them.
