@@ -137,5 +137,6 @@
 // by default; the TypeScript SDK and most clients today speak 2025-11-25.
 // Over 2026-07-28 streamable HTTP
 // there are no sessions: every request is its own session, with a scope of
-// its own for that request.
+// its own for that request (a call waiting for an approval round trip
+// keeps the scope of the request that started it until the call ends).
 package mcp
