@@ -13,7 +13,9 @@
 // WithReadOnlyParallel or WithClassifier makes tools parallel (by default
 // they are exclusive: annotations are only hints, so importing fails
 // closed). A name toolscope cannot register (empty, "run_code", listed
-// twice, taken) is skipped and reported by Imported.Skipped.
+// twice, taken) is skipped and reported by Imported.Skipped. A remote
+// server is untrusted input: every listing is bounded (WithListLimits:
+// pages and tools; a repeated nextCursor ends it with an error).
 //
 // Parameters are the server's inputSchema as it is (R33). With an
 // outputSchema the value is structuredContent, validated by the pipeline

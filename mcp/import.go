@@ -43,9 +43,17 @@ const (
 // tools/list pages) when WithSyncTimeout is not given.
 const DefaultSyncTimeout = 30 * time.Second
 
+// The bounds of one listing (Import's, Sync's, a re-sync's) when
+// WithListLimits is not given: a server that pages past them, or lists
+// more tools, is refused.
+const (
+	DefaultMaxListPages = 1000
+	DefaultMaxListTools = 10000
+)
+
 // ImportOption configures Import. The options are WithPrefix, WithAllow,
-// WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout
-// and WithSyncErrorHandler.
+// WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout,
+// WithSyncErrorHandler and WithListLimits.
 type ImportOption interface{ applyImport(*importConfig) }
 
 type importOptionFunc func(*importConfig)
@@ -60,6 +68,8 @@ type importConfig struct {
 	classifier  func(tool *sdk.Tool, args json.RawMessage) bool
 	syncTimeout time.Duration
 	onError     func(error)
+	maxPages    int // tools/list pages of one listing
+	maxTools    int // tools of one listing
 }
 
 // WithPrefix puts prefix in front of every server tool name: the server's
@@ -127,6 +137,17 @@ func WithSyncTimeout(d time.Duration) ImportOption {
 // its error instead.
 func WithSyncErrorHandler(h func(error)) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.onError = h })
+}
+
+// WithListLimits bounds every listing of the server's tools (Import's,
+// Sync's and each re-sync's): at most maxPages tools/list pages and
+// maxTools tools in all (before WithAllow picks). A listing that goes past
+// either fails — Import registers nothing, a re-sync changes nothing — as
+// does one whose nextCursor repeats a cursor it already sent (a server
+// that would otherwise be listed forever). The defaults are
+// DefaultMaxListPages and DefaultMaxListTools; both must be positive.
+func WithListLimits(maxPages, maxTools int) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.maxPages, c.maxTools = maxPages, maxTools })
 }
 
 // Skipped is a server tool that Import (or a re-sync) did not register,
@@ -250,8 +271,9 @@ type importedTool struct {
 // WithSyncTimeout and ended by Close; notifications arriving meanwhile
 // are folded into one more re-sync. Imported.Sync re-syncs on demand.
 //
-// Import fails, registering nothing, when ctx ends or the listing fails,
-// when an option is invalid, when scope is disposed, or when a change
+// Import fails, registering nothing, when ctx ends or the listing fails
+// (a listing past WithListLimits' bounds, or whose nextCursor repeats a
+// cursor already sent, fails too), when an option is invalid, when scope is disposed, or when a change
 // subscriber refuses one of the registrations (contract R16; a re-sync
 // reports that refusal and goes on). The session stays the caller's:
 // Close does not close it, and closing it does not end the import —
@@ -264,7 +286,7 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	if scope == nil || session == nil {
 		return nil, errors.New("mcp: Import needs a scope and a session")
 	}
-	cfg := importConfig{syncTimeout: DefaultSyncTimeout}
+	cfg := importConfig{syncTimeout: DefaultSyncTimeout, maxPages: DefaultMaxListPages, maxTools: DefaultMaxListTools}
 	for _, o := range opts {
 		if o != nil {
 			o.applyImport(&cfg)
@@ -275,6 +297,9 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	}
 	if cfg.syncTimeout <= 0 {
 		return nil, fmt.Errorf("mcp: WithSyncTimeout(%v): the timeout must be positive", cfg.syncTimeout)
+	}
+	if cfg.maxPages <= 0 || cfg.maxTools <= 0 {
+		return nil, fmt.Errorf("mcp: WithListLimits(%d, %d): the bounds must be positive", cfg.maxPages, cfg.maxTools)
 	}
 	group, err := scope.Group()
 	if err != nil {
@@ -436,24 +461,53 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration) error {
 	defer stop()
 	unhook := context.AfterFunc(im.closeCtx, stop)
 	defer unhook()
-	var listed []*sdk.Tool
-	for t, err := range im.session.Tools(lctx, nil) {
-		if err != nil {
-			if im.closeCtx.Err() != nil {
-				return ErrImportClosed
-			}
-			if noTools(im.session, err) {
-				listed = nil
-				break
-			}
-			if closedForGood(err) {
-				im.gone.Store(true)
-			}
-			return fmt.Errorf("listing tools: %w", err)
+	listed, err := im.list(lctx)
+	if err != nil {
+		if im.closeCtx.Err() != nil {
+			return ErrImportClosed
 		}
-		listed = append(listed, t)
+		if noTools(im.session, err) {
+			return im.apply(nil)
+		}
+		if closedForGood(err) {
+			im.gone.Store(true)
+		}
+		return fmt.Errorf("listing tools: %w", err)
 	}
 	return im.apply(listed)
+}
+
+// list fetches every tools/list page, within WithListLimits' bounds and
+// refusing a nextCursor it has already sent.
+func (im *Imported) list(ctx context.Context) ([]*sdk.Tool, error) {
+	var listed []*sdk.Tool
+	sent := make(map[string]bool)
+	params := &sdk.ListToolsParams{}
+	for page := 1; ; page++ {
+		res, err := im.session.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return nil, fmt.Errorf("page %d: tools/list returned no result", page)
+		}
+		if len(res.Tools) > im.cfg.maxTools-len(listed) {
+			return nil, fmt.Errorf("the server lists more than %d tools (WithListLimits)", im.cfg.maxTools)
+		}
+		listed = append(listed, res.Tools...)
+		next := res.NextCursor
+		if next == "" {
+			return listed, nil
+		}
+		if sent[next] {
+			return nil, fmt.Errorf("page %d: the server repeated nextCursor %q (a listing that would never end)", page, trimText(next))
+		}
+		if page >= im.cfg.maxPages {
+			return nil, fmt.Errorf("the server lists more than %d pages of tools (WithListLimits)", im.cfg.maxPages)
+		}
+		sent[next] = true
+		params = &sdk.ListToolsParams{Cursor: next}
+	}
 }
 
 // apply makes the registrations match listed: removals first, then
