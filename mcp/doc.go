@@ -19,7 +19,11 @@
 //
 // Parameters are the server's inputSchema as it is (R33). With an
 // outputSchema the value is structuredContent, validated by the pipeline
-// when the schema fits toolscope's subset and in the body otherwise;
+// when the schema fits toolscope's subset and in the body otherwise, with
+// bounded work: a schema whose validation could loop (a $ref or in-place
+// cycle that never descends into the value) or blow up (a DAG of allOf
+// pairs), or is too large or deep, is skipped at import, and a value too
+// costly to validate is INVALID_TOOL_OUTPUT (see Import for the bounds);
 // without one the value and the content are the result's content blocks
 // (text as text, every other kind as a Block of its MCP type holding the
 // MCP object: see ContentBlocks). Calls send the arguments unchanged and

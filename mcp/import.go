@@ -220,7 +220,20 @@ type importedTool struct {
 //     structuredContent, validated against that schema; the schema is the
 //     tool's Output.Schema when it fits toolscope's schema subset (contract
 //     R100), and is otherwise checked in the body by a full JSON Schema
-//     (2020-12) validator with the same INVALID_TOOL_OUTPUT code. The
+//     (2020-12) validator with the same INVALID_TOOL_OUTPUT code. Such a
+//     schema comes from an untrusted server, so its validation is bounded:
+//     at import, a schema with more than 10,000 subschemas, subschemas
+//     nested deeper than 64 levels, a $ref that leaves the schema (or a
+//     $dynamicRef, or a nested $id), a cycle of $ref or in-place
+//     applicators (allOf, anyOf, oneOf, not, if/then/else,
+//     dependentSchemas) that does not descend into the value, or an
+//     in-place expansion of more than 1,000 subschemas at one location
+//     (a DAG of allOf pairs, say) makes the tool skipped (Skipped says
+//     why); at each call, a value whose validation would visit more than
+//     100,000 (subschema, location) pairs, recurse deeper than 256 levels
+//     or build more than 32 MiB of error text is invalid output
+//     ("structuredContent is refused: …"), never handed to the validator.
+//     The
 //     content is the value as one JSON text block. When the server's
 //     content is one text block of JSON equal to the structuredContent
 //     (what MCP asks servers to send beside it), that text is the value's

@@ -48,7 +48,13 @@ func (im *Imported) definition(tool *sdk.Tool, name string) (runtime.Definition,
 			// In the subset: the pipeline validates the value (R62).
 			def.Output = &runtime.Output{Schema: json.RawMessage(schema), Render: renderJSONText}
 		} else {
-			// Outside it: any value passes the pipeline, the body checks it.
+			// Outside it: any value passes the pipeline, the body checks it,
+			// within bounds the schema must allow (checkOutputSchema).
+			checked, err := checkOutputSchema(schema)
+			if err != nil {
+				return runtime.Definition{}, err
+			}
+			c.checked = checked
 			var s jsonschema.Schema
 			if err := json.Unmarshal(schema, &s); err != nil {
 				return runtime.Definition{}, fmt.Errorf("the outputSchema is not a JSON schema: %v", err)
@@ -81,6 +87,7 @@ type caller struct {
 	name       string // the scope's name
 	structured bool   // the tool declares an outputSchema
 	validator  *jsonschema.Resolved
+	checked    *checkedSchema // the bounds of validator's work
 }
 
 func (c *caller) execute(ctx context.Context, args json.RawMessage, _ *runtime.RunContext) (any, error) {
@@ -155,8 +162,11 @@ func (c *caller) structuredValue(res *sdk.CallToolResult) (any, error) {
 		if err := json.Unmarshal(b, &v); err != nil {
 			return nil, invalidOutput(c.name, "structuredContent is not JSON: "+err.Error())
 		}
+		if err := c.checked.validationCost(v); err != nil {
+			return nil, invalidOutput(c.name, "structuredContent is refused: "+err.Error())
+		}
 		if err := c.validator.Validate(v); err != nil {
-			return nil, invalidOutput(c.name, "structuredContent does not match the outputSchema: "+err.Error())
+			return nil, invalidOutput(c.name, "structuredContent does not match the outputSchema: "+trimText(err.Error()))
 		}
 	}
 	return json.RawMessage(b), nil
