@@ -32,6 +32,19 @@
 // their code); a server that is gone is MCP_UNAVAILABLE, a protocol error
 // MCP_ERROR — never a hang.
 //
+// Codes from a remote peer are kept apart from the registry's own. A
+// registry's codes make promises (ABORTED_BEFORE_DISPATCH: the call never
+// started; TOOL_TIMEOUT: this registry's deadline passed) that only the
+// registry can keep, so a remote server that sends one of them — whether
+// it lies or is a toolscope registry reporting its own failure across an
+// export → import hop — gets it namespaced: REMOTE_<code> (RemotePrefix),
+// error name MCPToolError. A tool's own code (QUOTA, "acme.rate_limited")
+// passes unchanged, so a user's coded error keeps its code across the hop;
+// a code that is not one (over 64 bytes, or another byte than a letter,
+// digit, '_', '.', ':' or '-') is dropped and the failure is plain. The
+// export side sends codes the same way it always did (_meta
+// "toolscope/code"): the namespacing happens where the code is received.
+//
 // With ClientOptions.ToolListChangedHandler set to ToolListChangedHandler,
 // notifications/tools/list_changed re-syncs through Register and
 // disposers, so OnChange subscribers hear each change; re-syncs run one at

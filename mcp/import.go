@@ -256,7 +256,14 @@ type importedTool struct {
 // toolscope's own failure prefix, is dropped, so the failure's content
 // reads as the server's), plain unless its _meta carries a toolscope code
 // under "toolscope/code" (as NewServer sends it), which becomes the
-// failure's code. A server that
+// failure's code, named NameToolError — kept apart from the registry's
+// own codes: a code the registry gives itself (runtime's codes such as
+// ABORTED_BEFORE_DISPATCH, which promises the call never started, and
+// CodeUnavailable, CodeError) is namespaced with RemotePrefix
+// ("REMOTE_ABORTED_BEFORE_DISPATCH"), any other code (a tool's own,
+// "QUOTA") passes as it is, and one that is not a code (over 64 bytes, or
+// a byte other than a letter, digit, '_', '.', ':' or '-') is dropped. A
+// server that
 // is gone gives CodeUnavailable, a JSON-RPC error CodeError, the caller's
 // cancellation runtime.CodeAborted and WithCallTimeout's deadline
 // runtime.CodeToolTimeout — failures, never a hang beyond what the

@@ -252,38 +252,62 @@ func renderJSONText(_, value json.RawMessage) ([]runtime.Block, error) {
 // toolError is the failure of an isError result: a plain error with the
 // text of its content, or, when the result's _meta carries a code under
 // "toolscope/code" (a toolscope scope exported by NewServer, say), a
-// coded error with that code (and the runtime's name for it).
+// coded error named NameToolError with the code as remoteCode maps it.
 func toolError(res *sdk.CallToolResult, server string) error {
 	msg := errorText(res.Content, server)
-	code, _ := res.Meta[MetaCode].(string)
+	raw, _ := res.Meta[MetaCode].(string)
+	code := remoteCode(raw)
 	if code == "" {
 		return errors.New(msg)
 	}
-	name, ok := codeNames[runtime.Code(code)]
-	if !ok {
-		name = NameToolError
-	}
-	return runtime.NewError(name, runtime.Code(code), msg)
+	return runtime.NewError(NameToolError, code, msg)
 }
 
 // NameToolError is the error name of an isError result whose _meta
-// carries a code the runtime does not define.
+// carries a code.
 const NameToolError = "MCPToolError"
 
-// codeNames pairs the runtime's codes with their error names.
-var codeNames = map[runtime.Code]string{
-	runtime.CodeUnknownTool:           runtime.NameToolNotFound,
-	runtime.CodeInvalidArgs:           runtime.NameToolArgs,
-	runtime.CodeInvalidToolOutput:     runtime.NameToolOutput,
-	runtime.CodeAborted:               runtime.NameAbort,
-	runtime.CodeAbortedBeforeDispatch: runtime.NameAbort,
-	runtime.CodeToolTimeout:           runtime.NameToolTimeout,
-	runtime.CodeUnsupportedSchema:     runtime.NameJSONSchema,
-	runtime.CodeOverloaded:            runtime.NameOverloaded,
-	runtime.CodeClosed:                runtime.NameClosed,
-	runtime.CodeWouldDeadlock:         runtime.NameDeadlock,
-	CodeUnavailable:                   NameUnavailable,
-	CodeError:                         NameError,
+// RemotePrefix namespaces a code from a remote server that is one of the
+// registry's own (runtime's codes, CodeUnavailable, CodeError): the
+// server's ABORTED_BEFORE_DISPATCH is REMOTE_ABORTED_BEFORE_DISPATCH.
+const RemotePrefix = "REMOTE_"
+
+// remoteCode is the code a failure gets for the code a remote server sent:
+// "" for none or for one that is not a code (more than 64 bytes, or a
+// byte other than a letter, digit, '_', '.', ':' or '-'); the code with
+// RemotePrefix for one the registry gives itself; otherwise the code.
+func remoteCode(code string) runtime.Code {
+	if code == "" || len(code) > 64 {
+		return ""
+	}
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			return ""
+		}
+	}
+	if ownCodes[runtime.Code(code)] {
+		return runtime.Code(RemotePrefix + code)
+	}
+	return runtime.Code(code)
+}
+
+// ownCodes are the registry's own codes (the runtime's and this
+// package's): a remote server's code that is one of them is namespaced
+// (remoteCode).
+var ownCodes = map[runtime.Code]bool{
+	runtime.CodeUnknownTool:           true,
+	runtime.CodeInvalidArgs:           true,
+	runtime.CodeInvalidToolOutput:     true,
+	runtime.CodeAborted:               true,
+	runtime.CodeAbortedBeforeDispatch: true,
+	runtime.CodeToolTimeout:           true,
+	runtime.CodeUnsupportedSchema:     true,
+	runtime.CodeOverloaded:            true,
+	runtime.CodeClosed:                true,
+	runtime.CodeWouldDeadlock:         true,
+	CodeUnavailable:                   true,
+	CodeError:                         true,
 }
 
 // errorText is the message of an isError result: the text of its text

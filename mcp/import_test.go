@@ -134,7 +134,8 @@ func TestImport_IsErrorResult(t *testing.T) {
 
 // toolscope's own failure content ("Error: <message>", as NewServer sends
 // it) comes back as the same content, not "Error: Error: …", and a code
-// under _meta["toolscope/code"] comes back as the failure's code.
+// under _meta["toolscope/code"] comes back as the failure's code
+// (namespaced when it is one of the registry's own).
 func TestImport_IsErrorRoundTrip(t *testing.T) {
 	server := newServer(nil)
 	add := func(name string, meta sdk.Meta) {
@@ -152,8 +153,9 @@ func TestImport_IsErrorRoundTrip(t *testing.T) {
 	mustImport(t, reg.Global(), c.session)
 	for name, want := range map[string][2]string{
 		"plain": {"", ""},
-		"coded": {"ToolArgsError", "INVALID_ARGS"},
-		"own":   {"MCPToolError", "QUOTA"},
+		"coded": {"MCPToolError", "REMOTE_INVALID_ARGS"}, // the registry's own code, from a remote peer
+
+		"own": {"MCPToolError", "QUOTA"},
 	} {
 		res := execute(t, reg.Global(), name, `{}`)
 		errName, code, _ := res.ErrorInfo()
