@@ -13,7 +13,9 @@
 // WithReadOnlyParallel or WithClassifier makes tools parallel (by default
 // they are exclusive: annotations are only hints, so importing fails
 // closed). A name toolscope cannot register (empty, "run_code", listed
-// twice, taken) is skipped and reported by Imported.Skipped. A remote
+// twice, taken) is skipped and reported by Imported.Skipped, and so is a
+// name a parent scope already gives a tool: an imported tool does not
+// shadow a trusted one unless WithAllowShadowing says it may. A remote
 // server is untrusted input: every listing is bounded (WithListLimits:
 // pages and tools; a repeated nextCursor ends it with an error).
 //

@@ -53,7 +53,7 @@ const (
 
 // ImportOption configures Import. The options are WithPrefix, WithAllow,
 // WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout,
-// WithSyncErrorHandler and WithListLimits.
+// WithSyncErrorHandler, WithListLimits and WithAllowShadowing.
 type ImportOption interface{ applyImport(*importConfig) }
 
 type importOptionFunc func(*importConfig)
@@ -70,6 +70,7 @@ type importConfig struct {
 	onError     func(error)
 	maxPages    int // tools/list pages of one listing
 	maxTools    int // tools of one listing
+	shadowing   bool
 }
 
 // WithPrefix puts prefix in front of every server tool name: the server's
@@ -150,6 +151,15 @@ func WithListLimits(maxPages, maxTools int) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.maxPages, c.maxTools = maxPages, maxTools })
 }
 
+// WithAllowShadowing lets an imported tool take a name that a parent
+// scope gives a tool of its own: every agent viewing through the import's
+// scope then calls the server's tool by that name instead of the parent's.
+// Without it such a tool is skipped and reported in Imported.Skipped, so a
+// server cannot silently replace a trusted tool.
+func WithAllowShadowing() ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.shadowing = true })
+}
+
 // Skipped is a server tool that Import (or a re-sync) did not register,
 // and why.
 type Skipped struct {
@@ -211,6 +221,12 @@ type importedTool struct {
 //   - Name: the server's name, after WithPrefix's prefix. A name toolscope
 //     cannot register is skipped, not fatal: empty, "run_code" (reserved,
 //     contract R107), listed twice, or already taken in scope's layer.
+//     So is a name scope sees from a parent scope, unless
+//     WithAllowShadowing: the server's tool would shadow the parent's for
+//     every agent under scope (contract R12), so a server could replace a
+//     trusted tool. The check is made whenever the tool is registered (at
+//     import, and when a re-sync registers it anew); it reads scope's view,
+//     so a parent's tool that scope's restrictions hide does not count.
 //     Imported.Skipped lists them with the reason.
 //   - Description: the server's description.
 //   - Parameters: the server's inputSchema, as it is (not validated at
@@ -607,6 +623,15 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 		if err != nil {
 			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
 			continue
+		}
+		if !im.cfg.shadowing {
+			if _, visible := im.group.Get(w.name); visible {
+				// Taken in the scope's own layer (Register would refuse it)
+				// or given by a parent scope (Register would shadow it).
+				skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: fmt.Sprintf(
+					"tool %q is already registered in this scope or in a parent scope, whose tool an import does not shadow without WithAllowShadowing", w.name)})
+				continue
+			}
 		}
 		dispose, err := im.group.Register(def)
 		if err != nil {
