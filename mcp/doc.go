@@ -20,7 +20,9 @@
 // pages and tools; a repeated nextCursor ends it with an error).
 //
 // Parameters are the server's inputSchema as it is (R33). With an
-// outputSchema the value is structuredContent, validated by the pipeline
+// outputSchema the value is structuredContent and the content the
+// server's content blocks (never structuredContent rendered as text),
+// the value validated by the pipeline
 // when the schema fits toolscope's subset and in the body otherwise, with
 // bounded work: a schema whose validation could loop (a $ref or in-place
 // cycle that never descends into the value) or blow up (a DAG of allOf

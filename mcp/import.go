@@ -199,6 +199,8 @@ type Imported struct {
 	wg      sync.WaitGroup // the re-sync goroutines
 
 	gone atomic.Bool // the session was seen closed
+
+	served servedContent // the server's content of structured calls in flight
 }
 
 // importedTool is one registered server tool.
@@ -250,15 +252,20 @@ type importedTool struct {
 //     or build more than 32 MiB of error text is invalid output
 //     ("structuredContent is refused: …"), never handed to the validator.
 //     The
-//     content is the value as one JSON text block. When the server's
-//     content is one text block of JSON equal to the structuredContent
-//     (what MCP asks servers to send beside it), that text is the value's
-//     JSON, so its key order and number literals survive the SDK's
-//     decoding; any other content blocks of such a result are not kept
-//     (the content a post-execute hook checks must be the content the
-//     model gets, so it is rendered from the value). Without an outputSchema, the value is
-//     the result's content blocks as a JSON array of MCP content objects
-//     and the content is those blocks (see ContentBlocks); a
+//     content is the server's content blocks (as ContentBlocks maps them:
+//     an image stays an image, a text its text; the value's JSON text
+//     when the server sent no content): structuredContent is the
+//     value, the content blocks are the content, and the pipeline's
+//     renderer gives them, so post-execute hooks see the content the
+//     model gets. (A value rendered again without its call — a wrapper's
+//     result, contract R65 — or two calls in flight with equal arguments
+//     and value but different content are rendered as the value's JSON
+//     text.) When the server's content is one text block of JSON equal to
+//     the structuredContent (what MCP asks servers to send beside it),
+//     that text is also the value's JSON, so its key order and number
+//     literals survive the SDK's decoding. Without an outputSchema, the
+//     value is the result's content blocks as a JSON array of MCP content
+//     objects and the content is those blocks (see ContentBlocks); a
 //     structuredContent the server sends anyway is not kept.
 //   - Mode: exclusive unless WithReadOnlyParallel or WithClassifier says
 //     otherwise.
@@ -434,6 +441,7 @@ func (im *Imported) forgetAll() {
 	defer im.mu.Unlock()
 	clear(im.tools)
 	im.order = nil
+	im.served.clear()
 }
 
 // resyncSoon starts a re-sync on its own goroutine unless one is already

@@ -168,7 +168,7 @@ func TestImport_IsErrorRoundTrip(t *testing.T) {
 
 // structuredContent is the value, validated against the outputSchema —
 // by the pipeline when the schema fits toolscope's subset, by the body
-// otherwise.
+// otherwise — and the server's content is the content.
 func TestImport_StructuredContent(t *testing.T) {
 	subset := json.RawMessage(`{"type":"object","properties":{"temp":{"type":"number"}},"required":["temp"]}`)
 	full := json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"temp":{"type":"number","minimum":-273.15}},"required":["temp"]}`)
@@ -208,7 +208,7 @@ func TestImport_StructuredContent(t *testing.T) {
 				if res.IsError() || !ok || string(v) != `{"temp":21.5}` {
 					t.Fatalf("%s: error=%v %q value=%s", name, res.IsError(), res.ErrorMessage(), v)
 				}
-				if res.Text() != `{"temp":21.5}` {
+				if res.Text() != "server text" { // the server's content, beside the value
 					t.Fatalf("%s: content %q", name, res.Text())
 				}
 			}
