@@ -15,7 +15,9 @@
 // closed). A name toolscope cannot register (empty, "run_code", listed
 // twice, taken) is skipped and reported by Imported.Skipped, and so is a
 // name a parent scope already gives a tool: an imported tool does not
-// shadow a trusted one unless WithAllowShadowing says it may. A remote
+// shadow a trusted one unless WithAllowShadowing says it may. A tool the
+// server refuses to run without task augmentation (taskSupport
+// "required", answered with -32601) is skipped after its first refusal. A remote
 // server is untrusted input: every listing is bounded (WithListLimits:
 // pages and tools; a repeated nextCursor ends it with an error).
 //

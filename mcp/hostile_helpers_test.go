@@ -18,7 +18,8 @@ import (
 type hostile struct {
 	// list answers tools/list for cursor ("" for the first page).
 	list func(cursor string) string
-	// call answers tools/call of tool name.
+	// call answers tools/call of tool name; an answer that begins with
+	// "!" is the JSON of a JSON-RPC error object instead of a result.
 	call func(name string, args json.RawMessage) string
 }
 
@@ -91,6 +92,10 @@ func (h hostile) serve(conn net.Conn) {
 				result = h.call(msg.Params.Name, msg.Params.Arguments)
 			default:
 				write([]byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":{"code":-32601,"message":"method not found"}}`))
+				return
+			}
+			if len(result) > 0 && result[0] == '!' {
+				write([]byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"error":` + result[1:] + `}`))
 				return
 			}
 			write([]byte(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":` + result + `}`))

@@ -194,7 +194,8 @@ type Imported struct {
 	closed  bool
 	pending bool // a re-sync is started and has not begun listing yet
 	tools   map[string]*importedTool
-	order   []string // server names in the order the server listed them
+	refused map[string]string // server name → the listing whose calls the server refuses (-32601)
+	order   []string          // server names in the order the server listed them
 	skipped []Skipped
 	wg      sync.WaitGroup // the re-sync goroutines
 
@@ -269,6 +270,13 @@ type importedTool struct {
 //     structuredContent the server sends anyway is not kept.
 //   - Mode: exclusive unless WithReadOnlyParallel or WithClassifier says
 //     otherwise.
+//   - Tasks: a tool whose execution.taskSupport is "required" can only be
+//     called as a task, which the go-sdk client cannot send; the go-sdk's
+//     Tool type drops "execution", so the listing cannot show it. The
+//     server answers every call of such a tool with JSON-RPC -32601
+//     (method not found): the first such answer fails that call
+//     (CodeError) and starts a re-sync that disposes the tool and reports
+//     it in Skipped; it stays skipped while the server lists it unchanged.
 //   - Timeout: WithCallTimeout's, if given.
 //
 // A call sends the argument snapshot unchanged as the tools/call arguments
@@ -586,6 +594,10 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 			skipped = append(skipped, Skipped{Tool: t.Name, Reason: "the tool cannot be encoded as JSON: " + err.Error()})
 			continue
 		}
+		if im.refusedListing(t.Name, string(b)) {
+			skipped = append(skipped, Skipped{Tool: t.Name, Reason: taskRequiredReason})
+			continue
+		}
 		wants = append(wants, want{tool: t, name: im.cfg.prefix + t.Name, print: string(b)})
 	}
 
@@ -674,6 +686,43 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 	im.skipped = skipped
 	im.mu.Unlock()
 	return firstErr
+}
+
+// taskRequiredReason is why a tool whose calls the server refuses is
+// skipped.
+const taskRequiredReason = "the server refuses tools/call of it (JSON-RPC -32601, method not found): " +
+	`it requires task augmentation (execution.taskSupport "required"), which Import cannot send`
+
+// refuseCalls records that the server refuses every tools/call of server
+// (as it does for a tool whose execution.taskSupport is "required") and
+// starts a re-sync, which disposes the tool and reports it in Skipped. It
+// stays skipped while the server lists it as it does now.
+func (im *Imported) refuseCalls(server string) {
+	im.mu.Lock()
+	t, ok := im.tools[server]
+	if ok {
+		if im.refused == nil {
+			im.refused = make(map[string]string)
+		}
+		im.refused[server] = t.print
+	}
+	im.mu.Unlock()
+	if ok {
+		im.resyncSoon()
+	}
+}
+
+// refusedListing reports whether the server refuses the calls of the tool
+// listed as print.
+func (im *Imported) refusedListing(server, print string) bool {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	p, ok := im.refused[server]
+	if ok && p != print {
+		delete(im.refused, server) // listed anew: worth a try
+		return false
+	}
+	return ok
 }
 
 func (im *Imported) isClosed() bool {

@@ -270,7 +270,12 @@ func (c *caller) callError(ctx, callCtx context.Context, err error) error {
 	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
-		return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %s (JSON-RPC error %d)", c.server, rpc.Message, rpc.Code))
+		if rpc.Code == jsonrpc.CodeMethodNotFound {
+			// What a server answers for a tool that requires task
+			// augmentation: every call will fail alike.
+			c.im.refuseCalls(c.server)
+		}
+		return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %s (JSON-RPC error %d)", c.server, trimText(rpc.Message), rpc.Code))
 	}
 	return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %v", c.server, err))
 }
