@@ -39,8 +39,8 @@ const (
 	NameError       = "MCPError"
 )
 
-// DefaultSyncTimeout bounds one re-sync of the tool list (all of its
-// tools/list pages) when WithSyncTimeout is not given.
+// DefaultSyncTimeout bounds Import's listing and one re-sync of the tool
+// list (all of its tools/list pages) when WithSyncTimeout is not given.
 const DefaultSyncTimeout = 30 * time.Second
 
 // The bounds of one listing (Import's, Sync's, a re-sync's) when
@@ -122,10 +122,12 @@ func WithClassifier(f func(tool *sdk.Tool, args json.RawMessage) bool) ImportOpt
 	return importOptionFunc(func(c *importConfig) { c.classifier = f })
 }
 
-// WithSyncTimeout bounds each re-sync after notifications/tools/list_changed
-// (the tools/list requests, every page), from when it begins (a re-sync
-// waits for the one under way first, bounded by Close); the default is
-// DefaultSyncTimeout. d must be positive.
+// WithSyncTimeout bounds Import's listing and each re-sync after
+// notifications/tools/list_changed (the tools/list requests, every page),
+// from when it begins (a re-sync waits for the one under way first,
+// bounded by Close), so a server that never answers cannot hold Import
+// even with a ctx that never ends; the default is DefaultSyncTimeout. d
+// must be positive.
 func WithSyncTimeout(d time.Duration) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.syncTimeout = d })
 }
@@ -367,7 +369,7 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	// Watch before the first listing: a change the server announces while
 	// it is under way starts a re-sync after it.
 	watch(im)
-	if err := im.sync(ctx, 0); err != nil {
+	if err := im.sync(ctx, cfg.syncTimeout); err != nil {
 		im.Close()
 		return nil, fmt.Errorf("mcp: Import: %w", err)
 	}

@@ -3,11 +3,13 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolscope/toolscope/mcp"
 )
@@ -81,3 +83,21 @@ func TestImport_ListPagesAndToolsBounded(t *testing.T) {
 }
 
 var _ = json.RawMessage(nil)
+
+// A server that never answers tools/list (or whose answer is a line the
+// go-sdk drops) cannot hold Import forever, even with a ctx that never
+// ends: its listing is bounded by WithSyncTimeout, as a re-sync's is.
+func TestImport_SilentServerListingBounded(t *testing.T) {
+	never := make(chan struct{})
+	cs := connectHostile(t, hostile{list: func(string) string { <-never; return toolList("") }})
+	t.Cleanup(func() { close(never) }) // before the server's cleanup waits for it
+	reg := newRegistry(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := mcp.Import(context.Background(), reg.Global(), cs, mcp.WithSyncTimeout(100*time.Millisecond))
+		done <- err
+	}()
+	if err := recv(t, done, "Import against a silent server"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Import = %v, want the sync timeout", err)
+	}
+}
