@@ -254,10 +254,9 @@ type importedTool struct {
 //     100,000 (subschema, location) pairs, recurse deeper than 256 levels
 //     or build more than 32 MiB of error text is invalid output
 //     ("structuredContent is refused: …"), never handed to the validator.
-//     The
-//     content is the server's content blocks (as ContentBlocks maps them:
-//     an image stays an image, a text its text; the value's JSON text
-//     when the server sent no content): structuredContent is the
+//     The content is the server's content blocks (as ContentBlocks maps
+//     them: an image stays an image, a text its text; the value's JSON
+//     text when the server sent no content): structuredContent is the
 //     value, the content blocks are the content, and the pipeline's
 //     renderer gives them, so post-execute hooks see the content the
 //     model gets. (A value rendered again without its call — a wrapper's
