@@ -13,18 +13,44 @@
 // WithReadOnlyParallel or WithClassifier makes tools parallel (by default
 // they are exclusive: annotations are only hints, so importing fails
 // closed). A name toolscope cannot register (empty, "run_code", listed
-// twice, taken) is skipped and reported by Imported.Skipped.
+// twice, taken) is skipped and reported by Imported.Skipped, and so is a
+// name a parent scope already gives a tool: an imported tool does not
+// shadow a trusted one unless WithAllowShadowing says it may. A tool the
+// server refuses to run without task augmentation (taskSupport
+// "required", answered with -32601) is skipped after its first refusal.
+// A remote server is untrusted input: every listing is bounded
+// (WithListLimits: pages and tools; a repeated nextCursor ends it with an
+// error; WithSyncTimeout: its time, Import's own included).
 //
 // Parameters are the server's inputSchema as it is (R33). With an
-// outputSchema the value is structuredContent, validated by the pipeline
-// when the schema fits toolscope's subset and in the body otherwise;
-// without one the value and the content are the result's content blocks
-// (text as text, every other kind as a Block of its MCP type holding the
-// MCP object: see ContentBlocks). Calls send the arguments unchanged and
+// outputSchema the value is structuredContent and the content is the
+// server's content blocks (never structuredContent rendered as text); the
+// value is validated by the pipeline when the schema fits toolscope's
+// subset and in the body otherwise, with bounded work: a schema whose
+// validation could loop (a $ref or in-place cycle that never descends into
+// the value) or blow up (a DAG of allOf pairs), or is too large or deep,
+// is skipped at import, and a value too costly to validate is
+// INVALID_TOOL_OUTPUT (see Import for the bounds). Without an outputSchema
+// the value and the content are the result's content blocks (text as
+// text, every other kind as a Block of its MCP type holding the MCP
+// object: see ContentBlocks). Calls send the arguments unchanged and
 // cancel through notifications/cancelled; isError results are failures
 // with their text (and a toolscope/code _meta, as NewServer writes it, as
 // their code); a server that is gone is MCP_UNAVAILABLE, a protocol error
 // MCP_ERROR — never a hang.
+//
+// Codes from a remote peer are kept apart from the registry's own. A
+// registry's codes make promises (ABORTED_BEFORE_DISPATCH: the call never
+// started; TOOL_TIMEOUT: this registry's deadline passed) that only the
+// registry can keep, so a remote server that sends one of them — whether
+// it lies or is a toolscope registry reporting its own failure across an
+// export → import hop — gets it namespaced: REMOTE_<code> (RemotePrefix),
+// error name MCPToolError. A tool's own code (QUOTA, "acme.rate_limited")
+// passes unchanged, so a user's coded error keeps its code across the hop;
+// a code that is not one (over 64 bytes, or another byte than a letter,
+// digit, '_', '.', ':' or '-') is dropped and the failure is plain. The
+// export side sends codes the same way it always did (_meta
+// "toolscope/code"): the namespacing happens where the code is received.
 //
 // With ClientOptions.ToolListChangedHandler set to ToolListChangedHandler,
 // notifications/tools/list_changed re-syncs through Register and

@@ -39,13 +39,21 @@ const (
 	NameError       = "MCPError"
 )
 
-// DefaultSyncTimeout bounds one re-sync of the tool list (all of its
-// tools/list pages) when WithSyncTimeout is not given.
+// DefaultSyncTimeout bounds Import's listing and one re-sync of the tool
+// list (all of its tools/list pages) when WithSyncTimeout is not given.
 const DefaultSyncTimeout = 30 * time.Second
 
+// The bounds of one listing (Import's, Sync's, a re-sync's) when
+// WithListLimits is not given: a server that pages past them, or lists
+// more tools, is refused.
+const (
+	DefaultMaxListPages = 1000
+	DefaultMaxListTools = 10000
+)
+
 // ImportOption configures Import. The options are WithPrefix, WithAllow,
-// WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout
-// and WithSyncErrorHandler.
+// WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout,
+// WithSyncErrorHandler, WithListLimits and WithAllowShadowing.
 type ImportOption interface{ applyImport(*importConfig) }
 
 type importOptionFunc func(*importConfig)
@@ -60,6 +68,9 @@ type importConfig struct {
 	classifier  func(tool *sdk.Tool, args json.RawMessage) bool
 	syncTimeout time.Duration
 	onError     func(error)
+	maxPages    int // tools/list pages of one listing
+	maxTools    int // tools of one listing
+	shadowing   bool
 }
 
 // WithPrefix puts prefix in front of every server tool name: the server's
@@ -111,10 +122,12 @@ func WithClassifier(f func(tool *sdk.Tool, args json.RawMessage) bool) ImportOpt
 	return importOptionFunc(func(c *importConfig) { c.classifier = f })
 }
 
-// WithSyncTimeout bounds each re-sync after notifications/tools/list_changed
-// (the tools/list requests, every page), from when it begins (a re-sync
-// waits for the one under way first, bounded by Close); the default is
-// DefaultSyncTimeout. d must be positive.
+// WithSyncTimeout bounds Import's listing and each re-sync after
+// notifications/tools/list_changed (the tools/list requests, every page),
+// from when it begins (a re-sync waits for the one under way first,
+// bounded by Close), so a server that never answers cannot hold Import
+// even with a ctx that never ends; the default is DefaultSyncTimeout. d
+// must be positive.
 func WithSyncTimeout(d time.Duration) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.syncTimeout = d })
 }
@@ -127,6 +140,26 @@ func WithSyncTimeout(d time.Duration) ImportOption {
 // its error instead.
 func WithSyncErrorHandler(h func(error)) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.onError = h })
+}
+
+// WithListLimits bounds every listing of the server's tools (Import's,
+// Sync's and each re-sync's): at most maxPages tools/list pages and
+// maxTools tools in all (before WithAllow picks). A listing that goes past
+// either fails — Import registers nothing, a re-sync changes nothing — as
+// does one whose nextCursor repeats a cursor it already sent (a server
+// that would otherwise be listed forever). The defaults are
+// DefaultMaxListPages and DefaultMaxListTools; both must be positive.
+func WithListLimits(maxPages, maxTools int) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.maxPages, c.maxTools = maxPages, maxTools })
+}
+
+// WithAllowShadowing lets an imported tool take a name that a parent
+// scope gives a tool of its own: every agent viewing through the import's
+// scope then calls the server's tool by that name instead of the parent's.
+// Without it such a tool is skipped and reported in Imported.Skipped, so a
+// server cannot silently replace a trusted tool.
+func WithAllowShadowing() ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.shadowing = true })
 }
 
 // Skipped is a server tool that Import (or a re-sync) did not register,
@@ -163,11 +196,14 @@ type Imported struct {
 	closed  bool
 	pending bool // a re-sync is started and has not begun listing yet
 	tools   map[string]*importedTool
-	order   []string // server names in the order the server listed them
+	refused map[string]string // server name → the listing whose calls the server refuses (-32601)
+	order   []string          // server names in the order the server listed them
 	skipped []Skipped
 	wg      sync.WaitGroup // the re-sync goroutines
 
 	gone atomic.Bool // the session was seen closed
+
+	served servedContent // the server's content of structured calls in flight
 }
 
 // importedTool is one registered server tool.
@@ -190,6 +226,12 @@ type importedTool struct {
 //   - Name: the server's name, after WithPrefix's prefix. A name toolscope
 //     cannot register is skipped, not fatal: empty, "run_code" (reserved,
 //     contract R107), listed twice, or already taken in scope's layer.
+//     So is a name scope sees from a parent scope, unless
+//     WithAllowShadowing: the server's tool would shadow the parent's for
+//     every agent under scope (contract R12), so a server could replace a
+//     trusted tool. The check is made whenever the tool is registered (at
+//     import, and when a re-sync registers it anew); it reads scope's view,
+//     so a parent's tool that scope's restrictions hide does not count.
 //     Imported.Skipped lists them with the reason.
 //   - Description: the server's description.
 //   - Parameters: the server's inputSchema, as it is (not validated at
@@ -199,19 +241,43 @@ type importedTool struct {
 //     structuredContent, validated against that schema; the schema is the
 //     tool's Output.Schema when it fits toolscope's schema subset (contract
 //     R100), and is otherwise checked in the body by a full JSON Schema
-//     (2020-12) validator with the same INVALID_TOOL_OUTPUT code. The
-//     content is the value as one JSON text block. When the server's
-//     content is one text block of JSON equal to the structuredContent
-//     (what MCP asks servers to send beside it), that text is the value's
-//     JSON, so its key order and number literals survive the SDK's
-//     decoding; any other content blocks of such a result are not kept
-//     (the content a post-execute hook checks must be the content the
-//     model gets, so it is rendered from the value). Without an outputSchema, the value is
-//     the result's content blocks as a JSON array of MCP content objects
-//     and the content is those blocks (see ContentBlocks); a
+//     (2020-12) validator with the same INVALID_TOOL_OUTPUT code. Such a
+//     schema comes from an untrusted server, so its validation is bounded:
+//     at import, a schema with more than 10,000 subschemas, subschemas
+//     nested deeper than 64 levels, a $ref that leaves the schema (or a
+//     $dynamicRef, or a nested $id), a cycle of $ref or in-place
+//     applicators (allOf, anyOf, oneOf, not, if/then/else,
+//     dependentSchemas) that does not descend into the value, or an
+//     in-place expansion of more than 1,000 subschemas at one location
+//     (a DAG of allOf pairs, say) makes the tool skipped (Skipped says
+//     why); at each call, a value whose validation would visit more than
+//     100,000 (subschema, location) pairs, recurse deeper than 256 levels
+//     or build more than 32 MiB of error text is invalid output
+//     ("structuredContent is refused: …"), never handed to the validator.
+//     The content is the server's content blocks (as ContentBlocks maps
+//     them: an image stays an image, a text its text; the value's JSON
+//     text when the server sent no content): structuredContent is the
+//     value, the content blocks are the content, and the pipeline's
+//     renderer gives them, so post-execute hooks see the content the
+//     model gets. (A value rendered again without its call — a wrapper's
+//     result, contract R65 — or two calls in flight with equal arguments
+//     and value but different content are rendered as the value's JSON
+//     text.) When the server's content is one text block of JSON equal to
+//     the structuredContent (what MCP asks servers to send beside it),
+//     that text is also the value's JSON, so its key order and number
+//     literals survive the SDK's decoding. Without an outputSchema, the
+//     value is the result's content blocks as a JSON array of MCP content
+//     objects and the content is those blocks (see ContentBlocks); a
 //     structuredContent the server sends anyway is not kept.
 //   - Mode: exclusive unless WithReadOnlyParallel or WithClassifier says
 //     otherwise.
+//   - Tasks: a tool whose execution.taskSupport is "required" can only be
+//     called as a task, which the go-sdk client cannot send; the go-sdk's
+//     Tool type drops "execution", so the listing cannot show it. The
+//     server answers every call of such a tool with JSON-RPC -32601
+//     (method not found): the first such answer fails that call
+//     (CodeError) and starts a re-sync that disposes the tool and reports
+//     it in Skipped; it stays skipped while the server lists it unchanged.
 //   - Timeout: WithCallTimeout's, if given.
 //
 // A call sends the argument snapshot unchanged as the tools/call arguments
@@ -222,7 +288,14 @@ type importedTool struct {
 // toolscope's own failure prefix, is dropped, so the failure's content
 // reads as the server's), plain unless its _meta carries a toolscope code
 // under "toolscope/code" (as NewServer sends it), which becomes the
-// failure's code. A server that
+// failure's code, named NameToolError — kept apart from the registry's
+// own codes: a code the registry gives itself (runtime's codes such as
+// ABORTED_BEFORE_DISPATCH, which promises the call never started, and
+// CodeUnavailable, CodeError) is namespaced with RemotePrefix
+// ("REMOTE_ABORTED_BEFORE_DISPATCH"), any other code (a tool's own,
+// "QUOTA") passes as it is, and one that is not a code (over 64 bytes, or
+// a byte other than a letter, digit, '_', '.', ':' or '-') is dropped. A
+// server that
 // is gone gives CodeUnavailable, a JSON-RPC error CodeError, the caller's
 // cancellation runtime.CodeAborted and WithCallTimeout's deadline
 // runtime.CodeToolTimeout — failures, never a hang beyond what the
@@ -250,8 +323,9 @@ type importedTool struct {
 // WithSyncTimeout and ended by Close; notifications arriving meanwhile
 // are folded into one more re-sync. Imported.Sync re-syncs on demand.
 //
-// Import fails, registering nothing, when ctx ends or the listing fails,
-// when an option is invalid, when scope is disposed, or when a change
+// Import fails, registering nothing, when ctx ends or the listing fails
+// (a listing past WithListLimits' bounds, or whose nextCursor repeats a
+// cursor already sent, fails too), when an option is invalid, when scope is disposed, or when a change
 // subscriber refuses one of the registrations (contract R16; a re-sync
 // reports that refusal and goes on). The session stays the caller's:
 // Close does not close it, and closing it does not end the import —
@@ -264,7 +338,7 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	if scope == nil || session == nil {
 		return nil, errors.New("mcp: Import needs a scope and a session")
 	}
-	cfg := importConfig{syncTimeout: DefaultSyncTimeout}
+	cfg := importConfig{syncTimeout: DefaultSyncTimeout, maxPages: DefaultMaxListPages, maxTools: DefaultMaxListTools}
 	for _, o := range opts {
 		if o != nil {
 			o.applyImport(&cfg)
@@ -275,6 +349,9 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	}
 	if cfg.syncTimeout <= 0 {
 		return nil, fmt.Errorf("mcp: WithSyncTimeout(%v): the timeout must be positive", cfg.syncTimeout)
+	}
+	if cfg.maxPages <= 0 || cfg.maxTools <= 0 {
+		return nil, fmt.Errorf("mcp: WithListLimits(%d, %d): the bounds must be positive", cfg.maxPages, cfg.maxTools)
 	}
 	group, err := scope.Group()
 	if err != nil {
@@ -291,7 +368,7 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	// Watch before the first listing: a change the server announces while
 	// it is under way starts a re-sync after it.
 	watch(im)
-	if err := im.sync(ctx, 0); err != nil {
+	if err := im.sync(ctx, cfg.syncTimeout); err != nil {
 		im.Close()
 		return nil, fmt.Errorf("mcp: Import: %w", err)
 	}
@@ -373,6 +450,7 @@ func (im *Imported) forgetAll() {
 	defer im.mu.Unlock()
 	clear(im.tools)
 	im.order = nil
+	im.served.clear()
 }
 
 // resyncSoon starts a re-sync on its own goroutine unless one is already
@@ -436,24 +514,53 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration) error {
 	defer stop()
 	unhook := context.AfterFunc(im.closeCtx, stop)
 	defer unhook()
-	var listed []*sdk.Tool
-	for t, err := range im.session.Tools(lctx, nil) {
-		if err != nil {
-			if im.closeCtx.Err() != nil {
-				return ErrImportClosed
-			}
-			if noTools(im.session, err) {
-				listed = nil
-				break
-			}
-			if closedForGood(err) {
-				im.gone.Store(true)
-			}
-			return fmt.Errorf("listing tools: %w", err)
+	listed, err := im.list(lctx)
+	if err != nil {
+		if im.closeCtx.Err() != nil {
+			return ErrImportClosed
 		}
-		listed = append(listed, t)
+		if noTools(im.session, err) {
+			return im.apply(nil)
+		}
+		if closedForGood(err) {
+			im.gone.Store(true)
+		}
+		return fmt.Errorf("listing tools: %w", err)
 	}
 	return im.apply(listed)
+}
+
+// list fetches every tools/list page, within WithListLimits' bounds and
+// refusing a nextCursor it has already sent.
+func (im *Imported) list(ctx context.Context) ([]*sdk.Tool, error) {
+	var listed []*sdk.Tool
+	sent := make(map[string]bool)
+	params := &sdk.ListToolsParams{}
+	for page := 1; ; page++ {
+		res, err := im.session.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return nil, fmt.Errorf("page %d: tools/list returned no result", page)
+		}
+		if len(res.Tools) > im.cfg.maxTools-len(listed) {
+			return nil, fmt.Errorf("the server lists more than %d tools (WithListLimits)", im.cfg.maxTools)
+		}
+		listed = append(listed, res.Tools...)
+		next := res.NextCursor
+		if next == "" {
+			return listed, nil
+		}
+		if sent[next] {
+			return nil, fmt.Errorf("page %d: the server repeated nextCursor %q (a listing that would never end)", page, trimText(next))
+		}
+		if page >= im.cfg.maxPages {
+			return nil, fmt.Errorf("the server lists more than %d pages of tools (WithListLimits)", im.cfg.maxPages)
+		}
+		sent[next] = true
+		params = &sdk.ListToolsParams{Cursor: next}
+	}
 }
 
 // apply makes the registrations match listed: removals first, then
@@ -486,6 +593,10 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 		b, err := json.Marshal(t)
 		if err != nil {
 			skipped = append(skipped, Skipped{Tool: t.Name, Reason: "the tool cannot be encoded as JSON: " + err.Error()})
+			continue
+		}
+		if im.refusedListing(t.Name, string(b)) {
+			skipped = append(skipped, Skipped{Tool: t.Name, Reason: taskRequiredReason})
 			continue
 		}
 		wants = append(wants, want{tool: t, name: im.cfg.prefix + t.Name, print: string(b)})
@@ -534,6 +645,15 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
 			continue
 		}
+		if !im.cfg.shadowing {
+			if _, visible := im.group.Get(w.name); visible {
+				// Taken in the scope's own layer (Register would refuse it)
+				// or given by a parent scope (Register would shadow it).
+				skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: fmt.Sprintf(
+					"tool %q is already registered in this scope or in a parent scope, whose tool an import does not shadow without WithAllowShadowing", w.name)})
+				continue
+			}
+		}
 		dispose, err := im.group.Register(def)
 		if err != nil {
 			if errors.Is(err, runtime.ErrScopeDisposed) {
@@ -567,6 +687,43 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 	im.skipped = skipped
 	im.mu.Unlock()
 	return firstErr
+}
+
+// taskRequiredReason is why a tool whose calls the server refuses is
+// skipped.
+const taskRequiredReason = "the server refuses tools/call of it (JSON-RPC -32601, method not found): " +
+	`it requires task augmentation (execution.taskSupport "required"), which Import cannot send`
+
+// refuseCalls records that the server refuses every tools/call of server
+// (as it does for a tool whose execution.taskSupport is "required") and
+// starts a re-sync, which disposes the tool and reports it in Skipped. It
+// stays skipped while the server lists it as it does now.
+func (im *Imported) refuseCalls(server string) {
+	im.mu.Lock()
+	t, ok := im.tools[server]
+	if ok {
+		if im.refused == nil {
+			im.refused = make(map[string]string)
+		}
+		im.refused[server] = t.print
+	}
+	im.mu.Unlock()
+	if ok {
+		im.resyncSoon()
+	}
+}
+
+// refusedListing reports whether the server refuses the calls of the tool
+// listed as print.
+func (im *Imported) refusedListing(server, print string) bool {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	p, ok := im.refused[server]
+	if ok && p != print {
+		delete(im.refused, server) // listed anew: worth a try
+		return false
+	}
+	return ok
 }
 
 func (im *Imported) isClosed() bool {

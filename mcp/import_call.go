@@ -10,12 +10,14 @@ import (
 	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolscope/toolscope/internal/jsonv"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -44,11 +46,20 @@ func (im *Imported) definition(tool *sdk.Tool, name string) (runtime.Definition,
 			return runtime.Definition{}, fmt.Errorf("the outputSchema cannot be encoded as JSON: %v", err)
 		}
 		c.structured = true
+		// The content is the server's blocks, put where the pipeline
+		// renders the value (served), and let go when the call finishes.
+		def.FinalizeContent = im.served.finalize
 		if _, err := runtime.ValidateValue(json.RawMessage(schema), nil); err == nil {
 			// In the subset: the pipeline validates the value (R62).
-			def.Output = &runtime.Output{Schema: json.RawMessage(schema), Render: renderJSONText}
+			def.Output = &runtime.Output{Schema: json.RawMessage(schema), Render: im.served.render}
 		} else {
-			// Outside it: any value passes the pipeline, the body checks it.
+			// Outside it: any value passes the pipeline, the body checks it,
+			// within bounds the schema must allow (checkOutputSchema).
+			checked, err := checkOutputSchema(schema)
+			if err != nil {
+				return runtime.Definition{}, err
+			}
+			c.checked = checked
 			var s jsonschema.Schema
 			if err := json.Unmarshal(schema, &s); err != nil {
 				return runtime.Definition{}, fmt.Errorf("the outputSchema is not a JSON schema: %v", err)
@@ -58,7 +69,7 @@ func (im *Imported) definition(tool *sdk.Tool, name string) (runtime.Definition,
 				return runtime.Definition{}, fmt.Errorf("the outputSchema cannot be used to validate: %v", err)
 			}
 			c.validator = rs
-			def.Output = &runtime.Output{Schema: json.RawMessage(`{}`), Render: renderJSONText}
+			def.Output = &runtime.Output{Schema: json.RawMessage(`{}`), Render: im.served.render}
 		}
 	}
 	if im.cfg.timeoutSet {
@@ -81,9 +92,10 @@ type caller struct {
 	name       string // the scope's name
 	structured bool   // the tool declares an outputSchema
 	validator  *jsonschema.Resolved
+	checked    *checkedSchema // the bounds of validator's work
 }
 
-func (c *caller) execute(ctx context.Context, args json.RawMessage, _ *runtime.RunContext) (any, error) {
+func (c *caller) execute(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
 	im := c.im
 	if im.gone.Load() {
 		return nil, unavailable("the session is closed")
@@ -109,9 +121,137 @@ func (c *caller) execute(ctx context.Context, args json.RawMessage, _ *runtime.R
 		return nil, toolError(res, c.server)
 	}
 	if c.structured {
-		return c.structuredValue(res)
+		v, err := c.structuredValue(res)
+		if err != nil {
+			return nil, err
+		}
+		c.im.served.keep(rc, args, v, res.Content)
+		return v, nil
 	}
 	return contentValue(res.Content)
+}
+
+// servedContent keeps the server's content blocks of the structured calls
+// in flight, so the pipeline's renderer, which gets the arguments and the
+// value only, can give each its server's blocks (an image stays an image)
+// while structuredContent is the value. An entry is found by the
+// arguments and the canonical value (what the renderer gets) and removed
+// by the call's finalizer, which runs once for every call (contract R73).
+// Two calls in flight with the same arguments and value but different
+// content, or a value rendered again without an entry (contract R65, a
+// wrapper's result), are rendered as the value's JSON text.
+type servedContent struct {
+	mu      sync.Mutex
+	byToken map[runtime.Token]string
+	byKey   map[string][]servedEntry
+}
+
+type servedEntry struct {
+	token  runtime.Token
+	blocks []runtime.Block
+	json   string // the blocks as MCP content, to compare
+}
+
+// maxServed bounds the entries kept (a call whose finalizer is another
+// definition's, when the name was replaced between its entry and its
+// dispatch, leaves one behind until Close): past it, values are rendered as
+// their JSON text.
+const maxServed = 1 << 14
+
+func servedKey(args, canonical []byte) string {
+	return string(args) + "\x00" + string(canonical)
+}
+
+// keep records content as the content of rc's call, whose value is v.
+func (sc *servedContent) keep(rc *runtime.RunContext, args []byte, v any, content []sdk.Content) {
+	raw, ok := v.(json.RawMessage)
+	if !ok || rc == nil {
+		return
+	}
+	canonical, err := jsonv.Encode(raw)
+	if err != nil {
+		return // success creation refuses the value
+	}
+	b, err := json.Marshal(content)
+	if err != nil || content == nil {
+		b = []byte(`[]`)
+	}
+	blocks, err := ContentBlocks(b)
+	if err != nil || len(blocks) == 0 {
+		return // no content: the value's JSON text is rendered
+	}
+	key := servedKey(args, canonical)
+	tok := rc.Token()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.byToken == nil {
+		sc.byToken = make(map[runtime.Token]string)
+		sc.byKey = make(map[string][]servedEntry)
+	}
+	if len(sc.byToken) >= maxServed {
+		return
+	}
+	if _, dup := sc.byToken[tok]; dup {
+		return
+	}
+	sc.byToken[tok] = key
+	sc.byKey[key] = append(sc.byKey[key], servedEntry{token: tok, blocks: blocks, json: string(b)})
+}
+
+// render is the renderer of an imported tool with an outputSchema: the
+// server's content of the call in flight with these arguments and value,
+// else the value as one JSON text block.
+func (sc *servedContent) render(args, value json.RawMessage) ([]runtime.Block, error) {
+	sc.mu.Lock()
+	entries := sc.byKey[servedKey(args, value)]
+	var blocks []runtime.Block
+	if len(entries) > 0 {
+		blocks = entries[0].blocks
+		for _, e := range entries[1:] {
+			if e.json != entries[0].json {
+				blocks = nil // ambiguous: two contents for one value
+				break
+			}
+		}
+	}
+	sc.mu.Unlock()
+	if blocks == nil {
+		return renderJSONText(args, value)
+	}
+	return blocks, nil // the pipeline copies them
+}
+
+// finalize is the finalizer of an imported tool with an outputSchema: it
+// lets go of the call's entry and keeps the result's content as it is.
+func (sc *servedContent) finalize(_ context.Context, e runtime.Execution, _ *runtime.Result) ([]runtime.Block, error) {
+	tok := e.Token()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	key, ok := sc.byToken[tok]
+	if !ok {
+		return nil, nil
+	}
+	delete(sc.byToken, tok)
+	list := sc.byKey[key]
+	for i, x := range list {
+		if x.token == tok {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(sc.byKey, key)
+	} else {
+		sc.byKey[key] = list
+	}
+	return nil, nil
+}
+
+// clear forgets every entry (Close).
+func (sc *servedContent) clear() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.byToken, sc.byKey = nil, nil
 }
 
 // callError classifies a failed tools/call.
@@ -130,7 +270,12 @@ func (c *caller) callError(ctx, callCtx context.Context, err error) error {
 	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
-		return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %s (JSON-RPC error %d)", c.server, rpc.Message, rpc.Code))
+		if rpc.Code == jsonrpc.CodeMethodNotFound {
+			// What a server answers for a tool that requires task
+			// augmentation: every call will fail alike.
+			c.im.refuseCalls(c.server)
+		}
+		return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %s (JSON-RPC error %d)", c.server, trimText(rpc.Message), rpc.Code))
 	}
 	return runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q failed: %v", c.server, err))
 }
@@ -155,8 +300,11 @@ func (c *caller) structuredValue(res *sdk.CallToolResult) (any, error) {
 		if err := json.Unmarshal(b, &v); err != nil {
 			return nil, invalidOutput(c.name, "structuredContent is not JSON: "+err.Error())
 		}
+		if err := c.checked.validationCost(v); err != nil {
+			return nil, invalidOutput(c.name, "structuredContent is refused: "+err.Error())
+		}
 		if err := c.validator.Validate(v); err != nil {
-			return nil, invalidOutput(c.name, "structuredContent does not match the outputSchema: "+err.Error())
+			return nil, invalidOutput(c.name, "structuredContent does not match the outputSchema: "+trimText(err.Error()))
 		}
 	}
 	return json.RawMessage(b), nil
@@ -242,38 +390,62 @@ func renderJSONText(_, value json.RawMessage) ([]runtime.Block, error) {
 // toolError is the failure of an isError result: a plain error with the
 // text of its content, or, when the result's _meta carries a code under
 // "toolscope/code" (a toolscope scope exported by NewServer, say), a
-// coded error with that code (and the runtime's name for it).
+// coded error named NameToolError with the code as remoteCode maps it.
 func toolError(res *sdk.CallToolResult, server string) error {
 	msg := errorText(res.Content, server)
-	code, _ := res.Meta[MetaCode].(string)
+	raw, _ := res.Meta[MetaCode].(string)
+	code := remoteCode(raw)
 	if code == "" {
 		return errors.New(msg)
 	}
-	name, ok := codeNames[runtime.Code(code)]
-	if !ok {
-		name = NameToolError
-	}
-	return runtime.NewError(name, runtime.Code(code), msg)
+	return runtime.NewError(NameToolError, code, msg)
 }
 
 // NameToolError is the error name of an isError result whose _meta
-// carries a code the runtime does not define.
+// carries a code.
 const NameToolError = "MCPToolError"
 
-// codeNames pairs the runtime's codes with their error names.
-var codeNames = map[runtime.Code]string{
-	runtime.CodeUnknownTool:           runtime.NameToolNotFound,
-	runtime.CodeInvalidArgs:           runtime.NameToolArgs,
-	runtime.CodeInvalidToolOutput:     runtime.NameToolOutput,
-	runtime.CodeAborted:               runtime.NameAbort,
-	runtime.CodeAbortedBeforeDispatch: runtime.NameAbort,
-	runtime.CodeToolTimeout:           runtime.NameToolTimeout,
-	runtime.CodeUnsupportedSchema:     runtime.NameJSONSchema,
-	runtime.CodeOverloaded:            runtime.NameOverloaded,
-	runtime.CodeClosed:                runtime.NameClosed,
-	runtime.CodeWouldDeadlock:         runtime.NameDeadlock,
-	CodeUnavailable:                   NameUnavailable,
-	CodeError:                         NameError,
+// RemotePrefix namespaces a code from a remote server that is one of the
+// registry's own (runtime's codes, CodeUnavailable, CodeError): the
+// server's ABORTED_BEFORE_DISPATCH is REMOTE_ABORTED_BEFORE_DISPATCH.
+const RemotePrefix = "REMOTE_"
+
+// remoteCode is the code a failure gets for the code a remote server sent:
+// "" for none or for one that is not a code (more than 64 bytes, or a
+// byte other than a letter, digit, '_', '.', ':' or '-'); the code with
+// RemotePrefix for one the registry gives itself; otherwise the code.
+func remoteCode(code string) runtime.Code {
+	if code == "" || len(code) > 64 {
+		return ""
+	}
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			return ""
+		}
+	}
+	if ownCodes[runtime.Code(code)] {
+		return runtime.Code(RemotePrefix + code)
+	}
+	return runtime.Code(code)
+}
+
+// ownCodes are the registry's own codes (the runtime's and this
+// package's): a remote server's code that is one of them is namespaced
+// (remoteCode).
+var ownCodes = map[runtime.Code]bool{
+	runtime.CodeUnknownTool:           true,
+	runtime.CodeInvalidArgs:           true,
+	runtime.CodeInvalidToolOutput:     true,
+	runtime.CodeAborted:               true,
+	runtime.CodeAbortedBeforeDispatch: true,
+	runtime.CodeToolTimeout:           true,
+	runtime.CodeUnsupportedSchema:     true,
+	runtime.CodeOverloaded:            true,
+	runtime.CodeClosed:                true,
+	runtime.CodeWouldDeadlock:         true,
+	CodeUnavailable:                   true,
+	CodeError:                         true,
 }
 
 // errorText is the message of an isError result: the text of its text

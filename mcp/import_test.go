@@ -134,7 +134,8 @@ func TestImport_IsErrorResult(t *testing.T) {
 
 // toolscope's own failure content ("Error: <message>", as NewServer sends
 // it) comes back as the same content, not "Error: Error: …", and a code
-// under _meta["toolscope/code"] comes back as the failure's code.
+// under _meta["toolscope/code"] comes back as the failure's code
+// (namespaced when it is one of the registry's own).
 func TestImport_IsErrorRoundTrip(t *testing.T) {
 	server := newServer(nil)
 	add := func(name string, meta sdk.Meta) {
@@ -152,8 +153,9 @@ func TestImport_IsErrorRoundTrip(t *testing.T) {
 	mustImport(t, reg.Global(), c.session)
 	for name, want := range map[string][2]string{
 		"plain": {"", ""},
-		"coded": {"ToolArgsError", "INVALID_ARGS"},
-		"own":   {"MCPToolError", "QUOTA"},
+		"coded": {"MCPToolError", "REMOTE_INVALID_ARGS"}, // the registry's own code, from a remote peer
+
+		"own": {"MCPToolError", "QUOTA"},
 	} {
 		res := execute(t, reg.Global(), name, `{}`)
 		errName, code, _ := res.ErrorInfo()
@@ -166,7 +168,7 @@ func TestImport_IsErrorRoundTrip(t *testing.T) {
 
 // structuredContent is the value, validated against the outputSchema —
 // by the pipeline when the schema fits toolscope's subset, by the body
-// otherwise.
+// otherwise — and the server's content is the content.
 func TestImport_StructuredContent(t *testing.T) {
 	subset := json.RawMessage(`{"type":"object","properties":{"temp":{"type":"number"}},"required":["temp"]}`)
 	full := json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"temp":{"type":"number","minimum":-273.15}},"required":["temp"]}`)
@@ -206,7 +208,7 @@ func TestImport_StructuredContent(t *testing.T) {
 				if res.IsError() || !ok || string(v) != `{"temp":21.5}` {
 					t.Fatalf("%s: error=%v %q value=%s", name, res.IsError(), res.ErrorMessage(), v)
 				}
-				if res.Text() != `{"temp":21.5}` {
+				if res.Text() != "server text" { // the server's content, beside the value
 					t.Fatalf("%s: content %q", name, res.Text())
 				}
 			}
