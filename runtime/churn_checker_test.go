@@ -75,7 +75,7 @@ func TestChurnChecker(t *testing.T) {
 	if *churnScopes != "" {
 		churn = *churnScopes == "on"
 	}
-	t.Logf("seed %d (replay with -churn-seed=%d), duration %v, scope churn %v", seed, seed, dur, churn)
+	t.Logf("seed %d (replay with -churn-seed=%d), duration %v, scope churn %v (without %q)", seed, seed, dur, churn, *churnWithout)
 
 	// Ignore what runs already, and protoactor's dead-letter throttle, which
 	// outlives its actor system by design.
@@ -83,7 +83,13 @@ func TestChurnChecker(t *testing.T) {
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")}
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(0))
 
-	c := &ckRun{t: t, churn: churn, hung: make(chan struct{}), inflight: map[int64]ckOp{}, codes: map[string]int64{}}
+	without := map[string]bool{}
+	for _, w := range strings.Split(*churnWithout, ",") {
+		if w != "" {
+			without[w] = true
+		}
+	}
+	c := &ckRun{t: t, churn: churn, without: without, hung: make(chan struct{}), inflight: map[int64]ckOp{}, codes: map[string]int64{}}
 	stopMon := make(chan struct{})
 	monDone := make(chan struct{})
 	go func() { defer close(monDone); c.monitor(stopMon) }()
@@ -123,6 +129,11 @@ var (
 	churnFlag   = flag.Duration("churn", 0, "how long TestChurnChecker runs (0: 5s, 1s with -short)")
 	churnSeed   = flag.Uint64("churn-seed", 0, "seed of TestChurnChecker (0: from the clock)")
 	churnScopes = flag.String("churn-scopes", "", `"on" or "off": whether TestChurnChecker disposes and re-creates scopes under load (default: churnEnabledByDefault)`)
+	// churnWithout leaves out parts of the churn that run into a known
+	// defect, to look for others: "tombs" (calls through scopes disposed
+	// for good, issue 20 item 2) and "join" (a Dispose from a callback
+	// joining a teardown under way, item 5).
+	churnWithout = flag.String("churn-without", "", `comma-separated parts of TestChurnChecker's scope churn to leave out: "tombs", "join"`)
 )
 
 // churnEnabledByDefault says whether TestChurnChecker disposes and
@@ -137,7 +148,7 @@ const (
 	ckMaxDepth  = 3  // nesting levels below a top-level call
 	ckMaxStored = 20 // problems kept verbatim
 	ckMaxTombs  = 4  // disposed-for-good scopes an epoch keeps calling through
-	ckDrivers   = 4  // goroutines making top-level calls
+	ckDrivers   = 8  // goroutines making top-level calls
 	ckChurners  = 2  // goroutines disposing and re-creating keys
 )
 
@@ -172,9 +183,10 @@ func ckArgsOf(e runtime.Execution) ckArgs {
 // ckRun is what the epochs of one test share: the report and the hang
 // monitor.
 type ckRun struct {
-	t     *testing.T
-	churn bool
-	ids   atomic.Int64
+	t       *testing.T
+	churn   bool
+	without map[string]bool // parts of the churn left out (-churn-without)
+	ids     atomic.Int64
 
 	ops, executes, turns, nested, disposes, closes atomic.Int64
 	deadGateMarks                                  atomic.Int64 // disposed scopes left with waiting marks
@@ -328,6 +340,7 @@ func (c *ckRun) runEpoch(n int, rng *rand.Rand, left time.Duration, seeds *rand.
 		c.problem("epoch %d: setting up: %v", n, err)
 		return
 	}
+	e.mix.keys, e.mix.global = 1+rng.IntN(ckKeys), []int{2, 4, 8}[rng.IntN(3)]
 	end := time.Now().Add(length)
 	var wg sync.WaitGroup
 	goLoop := func(stream uint64, step func(*rand.Rand)) {
@@ -353,11 +366,12 @@ func (c *ckRun) runEpoch(n int, rng *rand.Rand, left time.Duration, seeds *rand.
 		})
 	}
 	if c.churn {
+		pause := []int{5000, 20000, 60000}[rng.IntN(3)] // µs between churns, at most
 		for range ckChurners {
 			goLoop(2, func(r *rand.Rand) {
-				c.sleep(time.Duration(r.IntN(4000)) * time.Microsecond)
+				c.sleep(time.Duration(r.IntN(pause)) * time.Microsecond)
 				if !e.closing.Load() {
-					e.churn(r, "churner")
+					e.churn(r, "churner", false)
 				}
 			})
 		}
@@ -456,6 +470,11 @@ type ckEpoch struct {
 	slots    [ckKeys]atomic.Pointer[ckInst]
 	slotBusy [ckKeys]atomic.Bool // a Dispose and re-create of the slot is under way
 	changes  atomic.Uint64
+
+	// mix is the epoch's load: how many of the keys calls use (the others
+	// stay idle), and in how many of 20 calls the global scope is the
+	// target.
+	mix struct{ keys, global int }
 
 	closing atomic.Bool // Close was called
 	closed  atomic.Bool // Close returned
@@ -564,26 +583,26 @@ func (e *ckEpoch) newInst(key string, gen int) (*ckInst, error) {
 	return inst, nil
 }
 
-// churn disposes a random key's scope and creates it again (skipping a key
-// someone else is churning). Now and then it also makes a scope and
-// disposes it for good: calls keep going through its handle and its key.
-func (e *ckEpoch) churn(rng *rand.Rand, who string) {
-	if rng.IntN(8) == 0 {
+// churn disposes a random key's scope and creates it again. Now and then
+// it instead makes a scope and disposes it for good: calls keep going
+// through its handle and its key. When someone else is churning the key,
+// a churn from inside a callback (fromCallback) joins that teardown (R7:
+// concurrent callers all return once it has finished); a churner skips it.
+func (e *ckEpoch) churn(rng *rand.Rand, who string, fromCallback bool) {
+	if !e.c.without["tombs"] && rng.IntN(8) == 0 {
 		e.entomb(who)
 		return
 	}
-	i := rng.IntN(ckKeys)
+	i := rng.IntN(e.mix.keys)
 	if !e.slotBusy[i].CompareAndSwap(false, true) {
+		if fromCallback && !e.c.without["join"] {
+			e.dispose(e.slots[i].Load(), who+", joining")
+		}
 		return
 	}
 	defer e.slotBusy[i].Store(false)
 	old := e.slots[i].Load()
-	done := e.c.watch(fmt.Sprintf("Dispose %v (%s)", old, who))
-	old.disposing.Store(true)
-	e.markDisposed(old.sc)
-	old.sc.Dispose()
-	done()
-	e.c.disposes.Add(1)
+	e.dispose(old, who)
 	inst, err := e.newInst(old.key, old.gen+1)
 	if err != nil {
 		if !e.closing.Load() {
@@ -592,6 +611,15 @@ func (e *ckEpoch) churn(rng *rand.Rand, who string) {
 		return // the slot keeps the disposed instance: calls to it may fail
 	}
 	e.slots[i].Store(inst)
+}
+
+func (e *ckEpoch) dispose(inst *ckInst, who string) {
+	done := e.c.watch(fmt.Sprintf("Dispose %v (%s)", inst, who))
+	inst.disposing.Store(true)
+	e.markDisposed(inst.sc)
+	inst.sc.Dispose()
+	done()
+	e.c.disposes.Add(1)
 }
 
 func (e *ckEpoch) entomb(who string) {
@@ -689,9 +717,9 @@ func (e *ckEpoch) checkAtRest(when string) {
 // or key.
 func (e *ckEpoch) target(rng *rand.Rand) ckTarget {
 	switch r := rng.IntN(20); {
-	case r < 2:
+	case r < e.mix.global:
 		return ckTarget{label: "global", sc: e.reg.Global(), par: "gpar", ex: "gex"}
-	case r < 4:
+	case r < e.mix.global+2:
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if len(e.tombs) == 0 {
@@ -699,7 +727,7 @@ func (e *ckEpoch) target(rng *rand.Rand) ckTarget {
 		}
 		return e.tombs[rng.IntN(len(e.tombs))]
 	}
-	inst := e.slots[rng.IntN(ckKeys)].Load()
+	inst := e.slots[rng.IntN(e.mix.keys)].Load()
 	t := ckTarget{label: inst.String(), sc: inst.sc, key: inst.key, par: "par", ex: "ex", inst: inst}
 	if rng.IntN(10) == 0 {
 		t.label += " (by key)"
@@ -950,11 +978,14 @@ func (e *ckEpoch) body(domain func(runtime.Execution) string, exclusive bool) fu
 		ex := rc.Execution()
 		defer e.enter(domain(ex), ex, exclusive)()
 		rng := rand.New(rand.NewPCG(a.Seed, uint64(a.Depth)))
-		if rng.IntN(4) == 0 {
+		switch rng.IntN(12) {
+		case 0, 1, 2:
 			time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+		case 3, 4:
+			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
 		}
-		if e.c.churn && rng.IntN(30) == 0 && !e.closing.Load() {
-			e.churn(rng, "in the body of "+ex.CallID())
+		if e.c.churn && rng.IntN(100) == 0 && !e.closing.Load() {
+			e.churn(rng, "in the body of "+ex.CallID(), true)
 		}
 		if a.Depth < ckMaxDepth && ctx.Err() == nil {
 			e.nestSome(ctx, ex, a.Depth+1, rng, "body of "+ex.CallID())
