@@ -47,13 +47,16 @@ import (
 // gets a ctx (guard, pre-execute, around, post-execute, result observer),
 // nested by ctx, by Parent, or by Parent with a detached ctx, into the same
 // scope or another one; turns inside bodies and in change subscribers;
-// callers' ctxs with deadlines and cancellations; calls through stale
-// handles and through the keys of disposed scopes; Close at a random time
-// with a random deadline; and, with scope churn on, Dispose and re-create
-// of the keys in use, from churn goroutines and from inside bodies, and
-// scopes disposed for good whose keys are still called. Each epoch runs
-// with its own GOMAXPROCS (1–8) and a random number of goroutines spinning
-// on the CPU.
+// callers' ctxs with deadlines and cancellations; Close at a random time
+// with a random deadline. Parts that can be turned off and on (ckParts):
+// "scopes", Dispose and re-create of the keys in use, from churn
+// goroutines and from inside bodies, with calls through stale handles,
+// through keys, and through scopes disposed for good ("tombs"), and
+// Disposes from bodies that join a teardown under way ("join"); "peer",
+// calls through another registry that calls back with its own ctx. Each
+// epoch has its own mix (how many keys calls use, how many go to the
+// global scope, how often scopes churn), its own GOMAXPROCS (1–8) and a
+// random number of goroutines spinning on the CPU.
 //
 // The decisions are seeded (the seed is logged; -churn-seed replays them),
 // the interleaving is the scheduler's, so a replay is likely, not certain,
@@ -71,11 +74,21 @@ func TestChurnChecker(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	churn := churnEnabledByDefault
-	if *churnScopes != "" {
-		churn = *churnScopes == "on"
+	parts := ckParts()
+	for _, f := range []struct {
+		list string
+		on   bool
+	}{{*churnWith, true}, {*churnWithout, false}} {
+		for _, p := range strings.Split(f.list, ",") {
+			if _, ok := parts[p]; !ok && p != "" {
+				t.Fatalf("unknown part %q of the load (want one of scopes, tombs, join, peer)", p)
+			}
+			if p != "" {
+				parts[p] = f.on
+			}
+		}
 	}
-	t.Logf("seed %d (replay with -churn-seed=%d), duration %v, scope churn %v (without %q)", seed, seed, dur, churn, *churnWithout)
+	t.Logf("seed %d (replay with -churn-seed=%d), duration %v, load parts %v", seed, seed, dur, parts)
 
 	// Ignore what runs already, and protoactor's dead-letter throttle, which
 	// outlives its actor system by design.
@@ -83,13 +96,7 @@ func TestChurnChecker(t *testing.T) {
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")}
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(0))
 
-	without := map[string]bool{}
-	for _, w := range strings.Split(*churnWithout, ",") {
-		if w != "" {
-			without[w] = true
-		}
-	}
-	c := &ckRun{t: t, churn: churn, without: without, hung: make(chan struct{}), inflight: map[int64]ckOp{}, codes: map[string]int64{}}
+	c := &ckRun{t: t, parts: parts, hung: make(chan struct{}), inflight: map[int64]ckOp{}, codes: map[string]int64{}}
 	stopMon := make(chan struct{})
 	monDone := make(chan struct{})
 	go func() { defer close(monDone); c.monitor(stopMon) }()
@@ -126,22 +133,40 @@ func TestChurnChecker(t *testing.T) {
 }
 
 var (
-	churnFlag   = flag.Duration("churn", 0, "how long TestChurnChecker runs (0: 5s, 1s with -short)")
-	churnSeed   = flag.Uint64("churn-seed", 0, "seed of TestChurnChecker (0: from the clock)")
-	churnScopes = flag.String("churn-scopes", "", `"on" or "off": whether TestChurnChecker disposes and re-creates scopes under load (default: churnEnabledByDefault)`)
-	// churnWithout leaves out parts of the churn that run into a known
-	// defect, to look for others: "tombs" (calls through scopes disposed
-	// for good, issue 20 item 2) and "join" (a Dispose from a callback
-	// joining a teardown under way, item 5).
-	churnWithout = flag.String("churn-without", "", `comma-separated parts of TestChurnChecker's scope churn to leave out: "tombs", "join"`)
+	churnFlag    = flag.Duration("churn", 0, "how long TestChurnChecker runs (0: 5s, 1s with -short)")
+	churnSeed    = flag.Uint64("churn-seed", 0, "seed of TestChurnChecker (0: from the clock)")
+	churnWith    = flag.String("churn-with", "", "comma-separated parts of TestChurnChecker's load to turn on (see ckParts)")
+	churnWithout = flag.String("churn-without", "", "comma-separated parts of TestChurnChecker's load to leave out (see ckParts)")
 )
 
-// churnEnabledByDefault says whether TestChurnChecker disposes and
-// re-creates scopes under load unless -churn-scopes says otherwise. Off
-// until the fixes of issue 20's items 1–10 are in: with scope churn the
-// checker finds hangs and overlaps in the code they fix (items 1, 2 and 5
-// among them), and the branch stays green. Flip it once they are merged.
-const churnEnabledByDefault = false
+// Parts of TestChurnChecker's load that run into defects of issue 20 whose
+// fixes are on other branches: off by default, so that the branch stays
+// green; -churn-with turns them on. Flip each once its fixes are merged.
+const (
+	// churnEnabledByDefault: dispose and re-create the scopes in use. On
+	// this code it finds item 2 (calls through a disposed scope run
+	// unserialized: overlaps) and item 5 (a Dispose from a turn body
+	// started by a teardown's change subscriber: a hang) within seconds.
+	churnEnabledByDefault = false
+	// peerEnabledByDefault: bodies call another registry with their ctx,
+	// which calls back. On this code it finds item 6 (the call back is not
+	// nested and waits behind its own ancestor: a hang) within seconds.
+	peerEnabledByDefault = false
+)
+
+// ckParts are the parts of the load that can be turned on and off, and
+// whether each is on by default. "tombs" and "join" are parts of "scopes":
+// calls through scopes disposed for good (item 2), and a Dispose from a
+// body that joins a teardown under way (item 5); leaving them out looks
+// for other defects of the churn.
+func ckParts() map[string]bool {
+	return map[string]bool{
+		"scopes": churnEnabledByDefault,
+		"tombs":  true,
+		"join":   true,
+		"peer":   peerEnabledByDefault,
+	}
+}
 
 const (
 	ckKeys      = 3  // the churned keys of an epoch
@@ -183,10 +208,9 @@ func ckArgsOf(e runtime.Execution) ckArgs {
 // ckRun is what the epochs of one test share: the report and the hang
 // monitor.
 type ckRun struct {
-	t       *testing.T
-	churn   bool
-	without map[string]bool // parts of the churn left out (-churn-without)
-	ids     atomic.Int64
+	t     *testing.T
+	parts map[string]bool // the parts of the load that are on (ckParts)
+	ids   atomic.Int64
 
 	ops, executes, turns, nested, disposes, closes atomic.Int64
 	deadGateMarks                                  atomic.Int64 // disposed scopes left with waiting marks
@@ -231,10 +255,6 @@ func (c *ckRun) id() string { return fmt.Sprintf("c%d", c.ids.Add(1)) }
 func (c *ckRun) problem(format string, args ...any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.problemLocked(format, args...)
-}
-
-func (c *ckRun) problemLocked(format string, args ...any) {
 	c.nProblems++
 	if len(c.problems) < ckMaxStored {
 		c.problems = append(c.problems, fmt.Sprintf(format, args...))
@@ -365,7 +385,7 @@ func (c *ckRun) runEpoch(n int, rng *rand.Rand, left time.Duration, seeds *rand.
 			e.topLevel(r)
 		})
 	}
-	if c.churn {
+	if c.parts["scopes"] {
 		pause := []int{5000, 20000, 60000}[rng.IntN(3)] // µs between churns, at most
 		for range ckChurners {
 			goLoop(2, func(r *rand.Rand) {
@@ -463,9 +483,10 @@ type ckRunning struct {
 
 // ckEpoch is one registry's life.
 type ckEpoch struct {
-	c   *ckRun
-	n   int
-	reg *runtime.Registry
+	c    *ckRun
+	n    int
+	reg  *runtime.Registry
+	peer *runtime.Registry // another registry, which bodies call with their ctx and which calls back (relay)
 
 	slots    [ckKeys]atomic.Pointer[ckInst]
 	slotBusy [ckKeys]atomic.Bool // a Dispose and re-create of the slot is under way
@@ -490,15 +511,29 @@ type ckEpoch struct {
 	execs    map[string]runtime.Execution // calls in progress, for the admission check
 }
 
-func newCkEpoch(c *ckRun, n int) (*ckEpoch, error) {
+func newCkEpoch(c *ckRun, n int) (e *ckEpoch, err error) {
 	reg, err := runtime.New()
 	if err != nil {
 		return nil, err
 	}
-	e := &ckEpoch{c: c, n: n, reg: reg,
+	peer, err := runtime.New()
+	if err != nil {
+		closeNow(c.t, reg)
+		return nil, err
+	}
+	e = &ckEpoch{c: c, n: n, reg: reg, peer: peer,
 		scopes: map[*runtime.Scope]string{}, disposed: map[*runtime.Scope]bool{}, domains: map[string]string{},
 		running: map[string]map[runtime.Token]ckRunning{}, bodyRuns: map[string]int{},
 		observed: map[string]int{}, execs: map[string]runtime.Execution{}}
+	defer func() {
+		if err != nil {
+			closeNow(c.t, reg)
+			closeNow(c.t, peer)
+		}
+	}()
+	if _, err := peer.Global().Register(tool("relay", always, e.relay)); err != nil {
+		return nil, err
+	}
 	if err := e.setUpGlobal(); err != nil {
 		return nil, err
 	}
@@ -589,13 +624,13 @@ func (e *ckEpoch) newInst(key string, gen int) (*ckInst, error) {
 // a churn from inside a callback (fromCallback) joins that teardown (R7:
 // concurrent callers all return once it has finished); a churner skips it.
 func (e *ckEpoch) churn(rng *rand.Rand, who string, fromCallback bool) {
-	if !e.c.without["tombs"] && rng.IntN(8) == 0 {
+	if e.c.parts["tombs"] && rng.IntN(8) == 0 {
 		e.entomb(who)
 		return
 	}
 	i := rng.IntN(e.mix.keys)
 	if !e.slotBusy[i].CompareAndSwap(false, true) {
-		if fromCallback && !e.c.without["join"] {
+		if fromCallback && e.c.parts["join"] {
 			e.dispose(e.slots[i].Load(), who+", joining")
 		}
 		return
@@ -677,16 +712,46 @@ func (e *ckEpoch) close(rng *rand.Rand) {
 		e.c.problem("epoch %d: Close after %s: %v", e.n, what, err)
 	}
 	done()
+	done = e.c.watch(fmt.Sprintf("epoch %d: Close of the peer registry", e.n))
+	if err := e.peer.Close(context.Background()); err != nil {
+		e.c.problem("epoch %d: Close of the peer registry: %v", e.n, err)
+	}
+	done()
 }
 
 // checkAtRest runs when every call of the epoch has returned: no scope
 // the epoch made may have an admission still taken, and no live scope a
-// caller still waiting for one. (A scope disposed under waiting callers
-// may keep their marks on its dead gate: counted, not failed.)
+// caller still waiting for one. A caller that gave up left its waiter for
+// the supervisor actor to drop, which it does on its own time: the check
+// looks again for up to restLimit before it reports. (A scope disposed
+// under waiting callers may keep their marks on its dead gate: counted,
+// not failed.)
 func (e *ckEpoch) checkAtRest(when string) {
+	const restLimit = 2 * time.Second
+	var bad []string
+	for give := time.Now().Add(restLimit); ; time.Sleep(5 * time.Millisecond) {
+		bad = e.admissionsInUse()
+		if len(bad) == 0 || time.Now().After(give) {
+			break
+		}
+	}
+	for _, b := range bad {
+		e.c.problem("epoch %d at rest %s: admission outlives its calls: %s", e.n, when, b)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id := range e.execs {
+		e.c.problem("epoch %d at rest %s: call %s reached the guards but its caller never got its result", e.n, when, id)
+	}
+}
+
+// admissionsInUse describes what is taken or waited for in the scopes of
+// the epoch, sorted.
+func (e *ckEpoch) admissionsInUse() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var bad []string
+	deadMarks := int64(0)
 	for sc, label := range e.scopes {
 		held, waiting := runtime.AdmissionStateForTest(sc)
 		if held != "" {
@@ -694,22 +759,20 @@ func (e *ckEpoch) checkAtRest(when string) {
 		}
 		if waiting != "" {
 			if e.disposed[sc] || e.closed.Load() {
-				e.c.deadGateMarks.Add(1)
+				deadMarks++
 			} else {
 				bad = append(bad, fmt.Sprintf("%s (live) is waited for: %s", label, waiting))
 			}
 		}
 	}
-	sort.Strings(bad)
-	for _, b := range bad {
-		e.c.problemLocked("epoch %d at rest %s: admission outlives its calls: %s", e.n, when, b)
-	}
 	if n := runtime.NestWaitersForTest(e.reg); n != 0 {
-		e.c.problemLocked("epoch %d at rest %s: %d nested calls still wait for admission:\n%s", e.n, when, n, runtime.NestStateForTest(e.reg))
+		bad = append(bad, fmt.Sprintf("%d nested calls still wait for admission:\n%s", n, runtime.NestStateForTest(e.reg)))
 	}
-	for id := range e.execs {
-		e.c.problemLocked("epoch %d at rest %s: call %s reached the guards but its caller never got its result", e.n, when, id)
+	if len(bad) == 0 {
+		e.c.deadGateMarks.Add(deadMarks)
 	}
+	sort.Strings(bad)
+	return bad
 }
 
 // target picks where a call goes: mostly a live key's scope, sometimes a
@@ -891,7 +954,7 @@ func (e *ckEpoch) observe(ex runtime.Execution) {
 	id := ex.CallID()
 	e.observed[id]++
 	if n := e.observed[id]; n > 1 {
-		e.c.problemLocked("call %s: result observers ran %d times", id, n)
+		e.c.problem("call %s: result observers ran %d times", id, n)
 	}
 }
 
@@ -923,7 +986,7 @@ func (e *ckEpoch) enter(fallback string, ex runtime.Execution, exclusive bool) f
 	}
 	e.bodyRuns[id]++
 	if n := e.bodyRuns[id]; n > 1 {
-		e.c.problemLocked("call %s in %s: body ran %d times", id, domain, n)
+		e.c.problem("call %s in %s: body ran %d times", id, domain, n)
 	}
 	mode := map[bool]string{true: "exclusive", false: "parallel"}
 	runs := e.running[domain]
@@ -933,7 +996,7 @@ func (e *ckEpoch) enter(fallback string, ex runtime.Execution, exclusive bool) f
 	}
 	for other, r := range runs {
 		if (exclusive || r.exclusive) && !isAncestorOf(other, ex) {
-			e.c.problemLocked("overlap in %s: %s body of %s (ancestors %s) started while %s body of %s, not its ancestor, runs",
+			e.c.problem("overlap in %s: %s body of %s (ancestors %s) started while %s body of %s, not its ancestor, runs",
 				domain, mode[exclusive], id, ancestry(ex), mode[r.exclusive], r.id)
 		}
 	}
@@ -984,7 +1047,7 @@ func (e *ckEpoch) body(domain func(runtime.Execution) string, exclusive bool) fu
 		case 3, 4:
 			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
 		}
-		if e.c.churn && rng.IntN(100) == 0 && !e.closing.Load() {
+		if e.c.parts["scopes"] && rng.IntN(100) == 0 && !e.closing.Load() {
 			e.churn(rng, "in the body of "+ex.CallID(), true)
 		}
 		if a.Depth < ckMaxDepth && ctx.Err() == nil {
@@ -1063,6 +1126,10 @@ func (e *ckEpoch) nestedCall(ctx context.Context, ex runtime.Execution, depth in
 		cancel = func() {}
 	}
 	defer cancel()
+	if how == 0 && e.c.parts["peer"] && rng.IntN(8) == 0 {
+		e.viaPeer(c, depth, rng, where)
+		return
+	}
 	if how == 0 && t.sc != nil && rng.IntN(3) == 0 {
 		e.turn(c, t, rng, depth, "nested in "+where) // nested through ctx (a turn has no Parent)
 		return
@@ -1072,6 +1139,31 @@ func (e *ckEpoch) nestedCall(ctx context.Context, ex runtime.Execution, depth in
 		call.Parent = ex.Token()
 	}
 	e.execute(c, t, call, "nested in "+where)
+}
+
+// viaPeer calls the peer registry's relay with ctx; the relay calls back
+// into the epoch's registry with its own ctx, which is derived from ctx:
+// the call back is nested in the call that made this one (R51: each
+// registry finds its own execution in the ctx chain, issue 20 item 6).
+func (e *ckEpoch) viaPeer(ctx context.Context, depth int, rng *rand.Rand, where string) {
+	call := runtime.Call{ID: e.c.id(), Name: "relay", Arguments: json.RawMessage(e.args(rng.Uint64(), depth, rng))}
+	done := e.c.watch(fmt.Sprintf("epoch %d: nested in %s Execute %s on the peer registry", e.n, where, call.ID))
+	res := e.peer.Global().Execute(ctx, call)
+	done()
+	e.c.executes.Add(1)
+	e.answered(ckTarget{label: "the peer registry"}, call.ID, res)
+}
+
+// relay is the peer registry's tool: it makes one call into the epoch's
+// registry with its body's ctx.
+func (e *ckEpoch) relay(ctx context.Context, raw json.RawMessage, rc *runtime.RunContext) (any, error) {
+	var a ckArgs
+	_ = json.Unmarshal(raw, &a)
+	rng := rand.New(rand.NewPCG(a.Seed, uint64(a.Depth)))
+	t := e.target(rng)
+	call := runtime.Call{ID: e.c.id(), Name: t.name(rng), Arguments: json.RawMessage(e.args(rng.Uint64(), a.Depth, rng))}
+	e.execute(ctx, t, call, "the peer registry's "+rc.Execution().CallID())
+	return "ok", nil
 }
 
 // onChange is a change subscriber: now and then it runs a turn on a live
