@@ -81,7 +81,7 @@ func TestChurnChecker(t *testing.T) {
 	}{{*churnWith, true}, {*churnWithout, false}} {
 		for _, p := range strings.Split(f.list, ",") {
 			if _, ok := parts[p]; !ok && p != "" {
-				t.Fatalf("unknown part %q of the load (want one of scopes, tombs, join, peer)", p)
+				t.Fatalf("unknown part %q of the load (want one of scopes, tombs, join, peer, subscribe)", p)
 			}
 			if p != "" {
 				parts[p] = f.on
@@ -112,8 +112,8 @@ func TestChurnChecker(t *testing.T) {
 	<-monDone
 
 	c.mu.Lock()
-	t.Logf("%d epochs, ops %d (executes %d, turns %d, nested %d), disposes %d, closes %d; results by code %v; disposed scopes left with waiting marks %d",
-		epochs, c.ops.Load(), c.executes.Load(), c.turns.Load(), c.nested.Load(), c.disposes.Load(), c.closes.Load(), c.codes, c.deadGateMarks.Load())
+	t.Logf("%d epochs, ops %d (executes %d, turns %d, nested %d), disposes %d, closes %d; results by code %v; disposed scopes left with waiting marks %d; events delivered %d",
+		epochs, c.ops.Load(), c.executes.Load(), c.turns.Load(), c.nested.Load(), c.disposes.Load(), c.closes.Load(), c.codes, c.deadGateMarks.Load(), c.events.Load())
 	problems, nProblems := append([]string(nil), c.problems...), c.nProblems
 	c.mu.Unlock()
 	for _, p := range problems {
@@ -152,6 +152,11 @@ const (
 	// which calls back. On this code it finds item 6 (the call back is not
 	// nested and waits behind its own ancestor: a hang) within seconds.
 	peerEnabledByDefault = false
+	// subscribeEnabledByDefault: event subscriptions made and ended
+	// throughout, in bursts while Close runs. On this code a subscription
+	// accepted while Close runs is never ended (item 10): its goroutine
+	// leaks, now and then.
+	subscribeEnabledByDefault = false
 )
 
 // ckParts are the parts of the load that can be turned on and off, and
@@ -161,10 +166,11 @@ const (
 // for other defects of the churn.
 func ckParts() map[string]bool {
 	return map[string]bool{
-		"scopes": churnEnabledByDefault,
-		"tombs":  true,
-		"join":   true,
-		"peer":   peerEnabledByDefault,
+		"scopes":    churnEnabledByDefault,
+		"tombs":     true,
+		"join":      true,
+		"peer":      peerEnabledByDefault,
+		"subscribe": subscribeEnabledByDefault,
 	}
 }
 
@@ -214,6 +220,7 @@ type ckRun struct {
 
 	ops, executes, turns, nested, disposes, closes atomic.Int64
 	deadGateMarks                                  atomic.Int64 // disposed scopes left with waiting marks
+	events                                         atomic.Int64 // delivered to subscriptions
 
 	mu        sync.Mutex
 	codes     map[string]int64
@@ -396,6 +403,11 @@ func (c *ckRun) runEpoch(n int, rng *rand.Rand, left time.Duration, seeds *rand.
 			})
 		}
 	}
+	if c.parts["subscribe"] {
+		for range 3 {
+			goLoop(4, e.subscribe)
+		}
+	}
 	// Close at a random moment under the load (drivers stop once it has
 	// returned, having seen CLOSED meanwhile); or, every other epoch, come
 	// to rest first, check, and then close.
@@ -406,7 +418,10 @@ func (c *ckRun) runEpoch(n int, rng *rand.Rand, left time.Duration, seeds *rand.
 		closeAt := length/4 + time.Duration(rng.Int64N(int64(length*3/4)+1))
 		go func() {
 			defer wg.Done()
-			c.sleep(closeAt)
+			const soon = 2 * time.Millisecond
+			c.sleep(max(closeAt-soon, 0))
+			e.closeSoon.Store(true)
+			c.sleep(soon)
 			if !c.isHung() {
 				e.close(closeRng)
 			}
@@ -497,8 +512,9 @@ type ckEpoch struct {
 	// target.
 	mix struct{ keys, global int }
 
-	closing atomic.Bool // Close was called
-	closed  atomic.Bool // Close returned
+	closeSoon atomic.Bool // Close is about to be called
+	closing   atomic.Bool // Close was called
+	closed    atomic.Bool // Close returned
 
 	mu       sync.Mutex
 	scopes   map[*runtime.Scope]string // every scope made, for the rest check, by label
@@ -1164,6 +1180,30 @@ func (e *ckEpoch) relay(ctx context.Context, raw json.RawMessage, rc *runtime.Ru
 	call := runtime.Call{ID: e.c.id(), Name: t.name(rng), Arguments: json.RawMessage(e.args(rng.Uint64(), a.Depth, rng))}
 	e.execute(ctx, t, call, "the peer registry's "+rc.Execution().CallID())
 	return "ok", nil
+}
+
+// subscribe makes an event subscription, or ends one, now and then; from
+// just before Close until it has returned, it makes them one after the
+// other and leaves them open. Every subscription must end by itself when
+// the registry closes (the leak check at the end sees one that does not).
+func (e *ckEpoch) subscribe(rng *rand.Rand) {
+	burst := e.closeSoon.Load()
+	if !burst {
+		e.c.sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+	}
+	sub, err := e.reg.Subscribe(func(runtime.Event) { e.c.events.Add(1) }, runtime.WithBuffer(16))
+	if err != nil {
+		if !errors.Is(err, runtime.ErrClosed) || !e.closing.Load() {
+			e.c.problem("epoch %d: Subscribe: %v", e.n, err)
+		}
+		if !e.closed.Load() {
+			e.c.sleep(100 * time.Microsecond)
+		}
+		return
+	}
+	if !burst && rng.IntN(2) == 0 {
+		sub.Close()
+	}
 }
 
 // onChange is a change subscriber: now and then it runs a turn on a live
