@@ -76,7 +76,9 @@
 // OpenTelemetry span per call (GenAI tool-execution conventions), with turns
 // as parents and nested calls as children; WithMeterProvider records call
 // durations, admission waits, in-flight and queued calls and failures by
-// outcome; WithLogger receives the registry's warnings and, for a registry
+// outcome, by tool name (a call to a name that resolves to no tool is
+// recorded under UnknownToolMetricName, so the series stay bounded by the
+// registered tools); WithLogger receives the registry's warnings and, for a registry
 // that owns its actor system, protoactor's. Nothing is built for any of them
 // while it is not configured.
 //
