@@ -89,7 +89,10 @@
 // every callback may call back into the registry. Scope.PID exposes the
 // actor: other actors in the same system may send it the protobuf requests
 // of package messages (execute, execution mode, get, schemas, turn) and get
-// the replies. The actor is spawned by the first PID request; until then
+// the replies. A PID answers in its scope's view, as the scope's Execute
+// does: a Call whose agent names another scope is refused (a failure
+// result, or an ErrorReply to an execution-mode request), and a message
+// the PID does not know gets an ErrorReply, never silence. The actor is spawned by the first PID request; until then
 // the scope's mutations are applied one at a time by their callers, with
 // the actor's own code, so an idle scope costs no actor. WithActorSystem embeds toolscope in an existing system.
 // Nothing else in the API needs protoactor: a plain Go program uses
