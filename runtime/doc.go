@@ -113,6 +113,10 @@
 //     WithTurnID) and hook options (WithPrepend).
 //   - Arguments: Call.Arguments is a JSON value (json.RawMessage for text);
 //     TurnCall.ArgumentsText is the model's text, parsed once (R91).
+//   - Input bounds: schema text (WithMaxSchemaBytes, 1 MiB by default) and
+//     argument text (WithMaxArgumentBytes, 16 MiB by default) are refused
+//     unread past their bound: UNSUPPORTED_SCHEMA at registration,
+//     INVALID_ARGS for a call.
 //   - Timeouts are declared on tools and enforced by WithTimeouts.
 //   - Failure codes are typed (Code); a user's coded error implements
 //     Coded with a plain string Code, and Result.Code returns it as a Code.
