@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,9 +93,11 @@ func TestTrace_StageDurationWithinTimeSincePreviousEvent(t *testing.T) {
 				}
 			}
 			require.True(t, found, "%s: %s carries %s", sp.Name, e.Name, key)
-			since := e.Time.Sub(prev)
-			assert.LessOrEqual(t, d, since.Seconds(), "%s: %s lasted %v, but came %v after %s",
-				sp.Name, e.Name, time.Duration(d*1e9), since, prevName)
+			// Compared in whole nanoseconds: the duration is an integer
+			// count of them divided by 1e9.
+			lasted, since := time.Duration(math.Round(d*1e9)), e.Time.Sub(prev)
+			assert.LessOrEqual(t, lasted, since, "%s: %s lasted %v, but came %v after %s",
+				sp.Name, e.Name, lasted, since, prevName)
 			prev, prevName = e.Time, e.Name
 			checked++
 		}
