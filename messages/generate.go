@@ -16,6 +16,13 @@
 //     message; its [TurnReply] returns the results in model order together
 //     with the scheduling events, the collected context messages and
 //     whether the turn was concluded.
+//   - A message the receiver does not know, or a request it refuses as a
+//     whole (an [ExecutionModeRequest] whose [Call.Agent] names a scope
+//     other than the receiving one), is answered with an [ErrorReply]:
+//     a sender that used Request or RequestFuture always gets a reply. A
+//     scope's PID runs calls in that scope's view only; an
+//     [ExecuteRequest] whose call names another scope gets an
+//     [ExecuteReply] with a failure result, and nothing runs.
 //   - Events are facts in the past tense: [RegistryChanged] after a
 //     mutation that notifies subscribers, [ExecutionStarted] and
 //     [ExecutionFinished] around every execution. Tracing, the demo's

@@ -148,6 +148,11 @@ type Call struct {
 	ArgumentsJson []byte `protobuf:"bytes,4,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// agent is the scope key the call runs on behalf of. Empty means no agent:
 	// the global view, global guards and unscoped hooks only (R37, R85).
+	// Sent to a scope's PID, a call runs on behalf of that scope, in its view
+	// (as the scope's own Execute, R41): agent must then be empty or that
+	// scope's key; a call naming any other key is refused (a failure result
+	// for an ExecuteRequest, an ErrorReply for an ExecutionModeRequest) and
+	// nothing runs.
 	Agent string `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
 	// parent_token is the opaque token of the enclosing execution when this is
 	// a nested call (R43, R51); 0 marks a top-level call. It is not validated.
@@ -1303,6 +1308,56 @@ func (x *TurnReply) GetError() string {
 	return ""
 }
 
+// ErrorReply answers a request the receiver cannot answer with the
+// request's own reply: a message type it does not know, or an
+// ExecutionModeRequest it refuses (its call names another scope). A
+// receiver never drops a request silently: a sender that used Request or
+// RequestFuture always gets a reply.
+type ErrorReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// error says why, e.g. which message types the receiver answers.
+	Error         string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ErrorReply) Reset() {
+	*x = ErrorReply{}
+	mi := &file_toolscope_messages_messages_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ErrorReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ErrorReply) ProtoMessage() {}
+
+func (x *ErrorReply) ProtoReflect() protoreflect.Message {
+	mi := &file_toolscope_messages_messages_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ErrorReply.ProtoReflect.Descriptor instead.
+func (*ErrorReply) Descriptor() ([]byte, []int) {
+	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ErrorReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // RegistryChanged reports that a scope's layer changed in a way that emits a
 // change notification (R87). It carries no other payload: subscribers
 // re-query (R88).
@@ -1318,7 +1373,7 @@ type RegistryChanged struct {
 
 func (x *RegistryChanged) Reset() {
 	*x = RegistryChanged{}
-	mi := &file_toolscope_messages_messages_proto_msgTypes[19]
+	mi := &file_toolscope_messages_messages_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1385,7 @@ func (x *RegistryChanged) String() string {
 func (*RegistryChanged) ProtoMessage() {}
 
 func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolscope_messages_messages_proto_msgTypes[19]
+	mi := &file_toolscope_messages_messages_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1398,7 @@ func (x *RegistryChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryChanged.ProtoReflect.Descriptor instead.
 func (*RegistryChanged) Descriptor() ([]byte, []int) {
-	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{19}
+	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RegistryChanged) GetScope() string {
@@ -1385,7 +1440,7 @@ type ExecutionStarted struct {
 
 func (x *ExecutionStarted) Reset() {
 	*x = ExecutionStarted{}
-	mi := &file_toolscope_messages_messages_proto_msgTypes[20]
+	mi := &file_toolscope_messages_messages_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1452,7 @@ func (x *ExecutionStarted) String() string {
 func (*ExecutionStarted) ProtoMessage() {}
 
 func (x *ExecutionStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_toolscope_messages_messages_proto_msgTypes[20]
+	mi := &file_toolscope_messages_messages_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1465,7 @@ func (x *ExecutionStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionStarted.ProtoReflect.Descriptor instead.
 func (*ExecutionStarted) Descriptor() ([]byte, []int) {
-	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{20}
+	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExecutionStarted) GetCallId() string {
@@ -1499,7 +1554,7 @@ type ExecutionFinished struct {
 
 func (x *ExecutionFinished) Reset() {
 	*x = ExecutionFinished{}
-	mi := &file_toolscope_messages_messages_proto_msgTypes[21]
+	mi := &file_toolscope_messages_messages_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1566,7 @@ func (x *ExecutionFinished) String() string {
 func (*ExecutionFinished) ProtoMessage() {}
 
 func (x *ExecutionFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_toolscope_messages_messages_proto_msgTypes[21]
+	mi := &file_toolscope_messages_messages_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1579,7 @@ func (x *ExecutionFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutionFinished.ProtoReflect.Descriptor instead.
 func (*ExecutionFinished) Descriptor() ([]byte, []int) {
-	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{21}
+	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExecutionFinished) GetCallId() string {
@@ -1686,7 +1741,10 @@ const file_toolscope_messages_messages_proto_rawDesc = "" +
 	"\x06events\x18\x02 \x03(\v2\x1d.toolscope.messages.TurnEventR\x06events\x12>\n" +
 	"\bcontexts\x18\x03 \x03(\v2\".toolscope.messages.ContextMessageR\bcontexts\x12\x1c\n" +
 	"\tconcluded\x18\x04 \x01(\bR\tconcluded\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"A\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\"\n" +
+	"\n" +
+	"ErrorReply\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"A\n" +
 	"\x0fRegistryChanged\x12\x14\n" +
 	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\"\xda\x01\n" +
@@ -1730,7 +1788,7 @@ func file_toolscope_messages_messages_proto_rawDescGZIP() []byte {
 }
 
 var file_toolscope_messages_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_toolscope_messages_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_toolscope_messages_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_toolscope_messages_messages_proto_goTypes = []any{
 	(ExecutionMode)(0),           // 0: toolscope.messages.ExecutionMode
 	(TurnEvent_Kind)(0),          // 1: toolscope.messages.TurnEvent.Kind
@@ -1753,9 +1811,10 @@ var file_toolscope_messages_messages_proto_goTypes = []any{
 	(*TurnRequest)(nil),          // 18: toolscope.messages.TurnRequest
 	(*TurnEvent)(nil),            // 19: toolscope.messages.TurnEvent
 	(*TurnReply)(nil),            // 20: toolscope.messages.TurnReply
-	(*RegistryChanged)(nil),      // 21: toolscope.messages.RegistryChanged
-	(*ExecutionStarted)(nil),     // 22: toolscope.messages.ExecutionStarted
-	(*ExecutionFinished)(nil),    // 23: toolscope.messages.ExecutionFinished
+	(*ErrorReply)(nil),           // 21: toolscope.messages.ErrorReply
+	(*RegistryChanged)(nil),      // 22: toolscope.messages.RegistryChanged
+	(*ExecutionStarted)(nil),     // 23: toolscope.messages.ExecutionStarted
+	(*ExecutionFinished)(nil),    // 24: toolscope.messages.ExecutionFinished
 }
 var file_toolscope_messages_messages_proto_depIdxs = []int32{
 	5,  // 0: toolscope.messages.ToolError.info:type_name -> toolscope.messages.ErrorInfo
@@ -1794,7 +1853,7 @@ func file_toolscope_messages_messages_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolscope_messages_messages_proto_rawDesc), len(file_toolscope_messages_messages_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -72,6 +72,7 @@ func samples() []proto.Message {
 			MaxParallel: 4,
 		},
 		&TurnEvent{Kind: TurnEventCallStarted, CallId: "t1-0"},
+		&ErrorReply{Error: `toolscope: scope "a" does not answer *wrapperspb.StringValue`},
 		&TurnReply{
 			Results: []*Result{success, failure},
 			Events: []*TurnEvent{

@@ -76,7 +76,9 @@
 // OpenTelemetry span per call (GenAI tool-execution conventions), with turns
 // as parents and nested calls as children; WithMeterProvider records call
 // durations, admission waits, in-flight and queued calls and failures by
-// outcome; WithLogger receives the registry's warnings and, for a registry
+// outcome, by tool name (a call to a name that resolves to no tool is
+// recorded under UnknownToolMetricName, so the series stay bounded by the
+// registered tools); WithLogger receives the registry's warnings and, for a registry
 // that owns its actor system, protoactor's. Nothing is built for any of them
 // while it is not configured.
 //
@@ -87,7 +89,10 @@
 // every callback may call back into the registry. Scope.PID exposes the
 // actor: other actors in the same system may send it the protobuf requests
 // of package messages (execute, execution mode, get, schemas, turn) and get
-// the replies. The actor is spawned by the first PID request; until then
+// the replies. A PID answers in its scope's view, as the scope's Execute
+// does: a Call whose agent names another scope is refused (a failure
+// result, or an ErrorReply to an execution-mode request), and a message
+// the PID does not know gets an ErrorReply, never silence. The actor is spawned by the first PID request; until then
 // the scope's mutations are applied one at a time by their callers, with
 // the actor's own code, so an idle scope costs no actor. WithActorSystem embeds toolscope in an existing system.
 // Nothing else in the API needs protoactor: a plain Go program uses
@@ -108,6 +113,10 @@
 //     WithTurnID) and hook options (WithPrepend).
 //   - Arguments: Call.Arguments is a JSON value (json.RawMessage for text);
 //     TurnCall.ArgumentsText is the model's text, parsed once (R91).
+//   - Input bounds: schema text (WithMaxSchemaBytes, 1 MiB by default) and
+//     argument text (WithMaxArgumentBytes, 16 MiB by default) are refused
+//     unread past their bound: UNSUPPORTED_SCHEMA at registration,
+//     INVALID_ARGS for a call.
 //   - Timeouts are declared on tools and enforced by WithTimeouts.
 //   - Failure codes are typed (Code); a user's coded error implements
 //     Coded with a plain string Code, and Result.Code returns it as a Code.

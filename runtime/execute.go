@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -35,6 +36,9 @@ type execState struct {
 	// argsChecked records that the typed helper's schema already accepted
 	// args (classification), so the body does not validate them again.
 	argsChecked *jsonv.Schema
+	// argsOver is the size of argument text refused for its size (over
+	// WithMaxArgumentBytes; args is then nil); 0 otherwise.
+	argsOver int
 
 	finalizer func(context.Context, Execution, *Result) ([]Block, error)
 	chainTool *toolDef         // what chain resolves name to (nil: no such tool); kept in step with chain
@@ -114,7 +118,9 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, 
 	defer r.exit(&x.cctx)
 	r.initExec(s, &x.cctx, node, call)
 	if len(raw) > 0 {
-		if b, err := jsonv.AppendCanonical(nil, raw); err == nil {
+		if bound := r.cfg.argBound(); len(raw) > bound {
+			s.argsOver = len(raw)
+		} else if b, err := jsonv.AppendCanonical(nil, raw); err == nil {
 			s.args = b // snapshotArgs(json.RawMessage(raw))
 		}
 	} else {
@@ -169,8 +175,19 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 
 // snapshotArgs takes R45/R47's one lossless snapshot of the arguments,
 // before any hook; a failed snapshot leaves args nil (R48).
+// Arguments over the registry's bound are refused instead (argsOver): text
+// before it is read, a Go value by its snapshot.
 func (s *execState) snapshotArgs(arguments any) {
+	bound := s.reg.cfg.argBound()
+	if raw, ok := arguments.(json.RawMessage); ok && len(raw) > bound {
+		s.argsOver = len(raw)
+		return
+	}
 	if b, err := encodeJSON(arguments); err == nil {
+		if len(b) > bound {
+			s.argsOver = len(b)
+			return
+		}
 		s.args = b
 	}
 }
@@ -250,6 +267,9 @@ func (r *Registry) pipeline(s *execState, h hooks, g gate) *Result {
 func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 	// R48: argument failure wins over everything.
 	if s.args == nil {
+		if s.argsOver > 0 {
+			return argsTooLarge(s.argsOver, r.cfg.argBound()), false
+		}
 		return failureFromMessage("tool execution arguments must be losslessly JSON-serializable", nil), false
 	}
 	// R79: pre-cancelled entry.

@@ -401,7 +401,9 @@ func jsonEqual(a, b []byte) bool {
 // --- Huge and deep arguments: processed or a clear error, never a crash. ---
 
 func TestHugeAndDeepArguments(t *testing.T) {
-	reg := mustNew(t, runtime.WithEvents(false))
+	// The bound raised past the 24 MiB below, so that the text is processed
+	// (TestExecute_ArgumentTextOverBoundInvalidArgs tests the refusal).
+	reg := mustNew(t, runtime.WithEvents(false), runtime.WithMaxArgumentBytes(32<<20))
 	defer closeNow(t, reg)
 	var seen atomic.Int64
 	d := hdef("size", true, func(context.Context) (any, error) { return 0, nil })

@@ -10,10 +10,20 @@ import (
 )
 
 // OpenTelemetry metrics (issue 14, item 3). Attribute cardinality is
-// bounded: the tool name and the outcome (a code, "ok", "denied" or
-// "tool_error"), never call ids or scope keys.
+// bounded: the tool name (a registered tool's, or UnknownToolMetricName)
+// and the outcome (a code, "ok", "denied" or "tool_error"), never call ids
+// or scope keys.
 
 const meterName = "github.com/toolscope/toolscope/runtime"
+
+// UnknownToolMetricName is the gen_ai.tool.name under which the metrics
+// record every call whose name resolves to no tool in the caller's view
+// (an UNKNOWN_TOOL result): the names a model or a peer makes up are
+// unbounded, so they share this one value and the tool name attribute
+// takes at most one value per registered tool, plus this one. (A tool
+// registered under this very name shares its series with the unknown
+// names; its outcomes still tell them apart, UNKNOWN_TOOL being theirs.)
+const UnknownToolMetricName = "_unknown"
 
 // WithMeterProvider records the registry's metrics with mp's meter:
 //
@@ -29,6 +39,10 @@ const meterName = "github.com/toolscope/toolscope/runtime"
 //   - toolscope.calls.failed (counter): failures by toolscope.outcome
 //     (denials, uncoded failures, and each code, OVERLOADED and CLOSED
 //     included).
+//
+// gen_ai.tool.name is the called tool's name, or UnknownToolMetricName
+// ("_unknown") for every call whose name resolves to no tool: one value
+// per registered tool, whatever names the model makes up.
 //
 // A nil mp records nothing.
 func WithMeterProvider(mp metric.MeterProvider) Option {
@@ -188,7 +202,7 @@ func outcomeOf(s *execState, res *Result) string {
 func (m *registryMetrics) recordCall(ctx context.Context, s *execState, res *Result) {
 	now := time.Now().UnixNano()
 	outcome := outcomeOf(s, res)
-	dur, wait := m.durationOpts(s.name, outcome)
+	dur, wait := m.durationOpts(metricToolName(s), outcome)
 	m.duration.Record(ctx, float64(now-s.enteredAt)/1e9, dur...)
 	if s.dispatchEnd != 0 && s.startedAt >= s.enteredAt {
 		m.wait.Record(ctx, float64(s.startedAt-s.enteredAt)/1e9, wait...)
@@ -196,6 +210,19 @@ func (m *registryMetrics) recordCall(ctx context.Context, s *execState, res *Res
 	if res.isError {
 		m.failed.Add(ctx, 1, m.failedOpts(outcome)...)
 	}
+}
+
+// metricToolName is the gen_ai.tool.name of s: its name when the name
+// resolved to a tool at entry (or resolves now, when it was registered
+// since), UnknownToolMetricName when it never did.
+func metricToolName(s *execState) string {
+	if s.chainTool != nil {
+		return s.name
+	}
+	if _, ok := s.reg.resolveExec(s); ok {
+		return s.name
+	}
+	return UnknownToolMetricName
 }
 
 // recordFailure counts a failure that has no execution: a call refused

@@ -65,7 +65,7 @@ func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 		counts[tool.AsString()+"/"+outcome.AsString()] += dp.Count
 		assert.Equal(t, 2, dp.Attributes.Len(), "only tool and outcome: bounded cardinality")
 	}
-	assert.Equal(t, map[string]uint64{"ok/ok": 3, "bad/tool_error": 1, "ghost/UNKNOWN_TOOL": 1}, counts)
+	assert.Equal(t, map[string]uint64{"ok/ok": 3, "bad/tool_error": 1, runtime.UnknownToolMetricName + "/UNKNOWN_TOOL": 1}, counts)
 
 	wait, ok := ms["toolscope.admission.wait"].Data.(metricdata.Histogram[float64])
 	require.True(t, ok)
@@ -136,7 +136,7 @@ func TestMetrics_PrometheusScrape(t *testing.T) {
 	for _, want := range []string{
 		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="ok",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="ok"} 2`,
 		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="bad",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="tool_error"} 1`,
-		`gen_ai_execute_tool_duration_seconds_bucket{gen_ai_tool_name="ghost"`,
+		`gen_ai_execute_tool_duration_seconds_bucket{gen_ai_tool_name="_unknown"`,
 		`toolscope_admission_wait_seconds_count{gen_ai_tool_name="ok"`,
 		`toolscope_calls_in_flight{`,
 		`toolscope_calls_queued{`,
@@ -208,7 +208,43 @@ func ExampleWithMeterProvider() {
 		}
 	}
 	// Output:
-	// gen_ai.execute_tool.duration fetch/UNKNOWN_TOOL: 1 calls
+	// gen_ai.execute_tool.duration _unknown/UNKNOWN_TOOL: 1 calls
 	// gen_ai.execute_tool.duration search/ok: 2 calls
 	// toolscope.calls.failed UNKNOWN_TOOL: 1
+}
+
+// The tool name attribute is bounded by the registered tools: a call to a
+// name that resolves to no tool (UNKNOWN_TOOL) is recorded under the one
+// value runtime.UnknownToolMetricName, so thousands of made-up names
+// (a model's invention, or a hostile peer's) add one series, not
+// thousands, and a real tool keeps its own series past the SDK's
+// cardinality limit (issue 20, item 11).
+func TestMetrics_ToolNameBoundedByRegisteredTools(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	g := reg.Global()
+	r3M(g.Register(r3Const("real", "x")))
+	const madeUp = 2500 // past the SDK's default limit of 2,000 series per instrument
+	for i := range madeUp {
+		res := g.Execute(context.Background(), runtime.Call{ID: fmt.Sprint("u", i), Name: fmt.Sprintf("no_such_tool_%d", i)})
+		require.Equal(t, runtime.CodeUnknownTool, res.Code())
+	}
+	for range 3 {
+		require.False(t, g.Execute(context.Background(), runtime.Call{ID: "r", Name: "real"}).IsError())
+	}
+
+	ms := collect(t, reader)
+	for _, name := range []string{"gen_ai.execute_tool.duration", "toolscope.admission.wait"} {
+		h, ok := ms[name].Data.(metricdata.Histogram[float64])
+		require.True(t, ok, name)
+		counts := map[string]uint64{}
+		for _, dp := range h.DataPoints {
+			tool, _ := dp.Attributes.Value("gen_ai.tool.name")
+			counts[tool.AsString()] += dp.Count
+		}
+		assert.LessOrEqual(t, len(h.DataPoints), 2, "%s: one series for the real tool, one for every unknown name", name)
+		assert.Equal(t, map[string]uint64{"real": 3, runtime.UnknownToolMetricName: madeUp}, counts, name)
+	}
 }

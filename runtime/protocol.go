@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/messages"
@@ -25,11 +26,30 @@ func (h *messageHandler) viewNode() *core.Node {
 	return h.node
 }
 
-// Handle implements actorsys.Handler.
+// agentRefusal is the refusal of a call whose agent names a scope other
+// than the one whose PID received it ("" when the agent is empty or the
+// scope's own key): a scope's PID answers in its own view only, as the
+// scope's Execute does (R41), and a call must not run silently in a view
+// other than the one it names.
+func (h *messageHandler) agentRefusal(c *messages.Call) string {
+	agent := c.GetAgent()
+	if agent == "" || agent == h.node.Key {
+		return ""
+	}
+	return fmt.Sprintf("call.agent %q is not the key of the scope whose PID received the request (%q): a scope's PID runs calls in its own view only; send the request to that scope's PID, or leave agent empty", agent, h.node.Key)
+}
+
+// Handle implements actorsys.Handler. Every message gets a reply: a
+// message it does not know, or a request it refuses as a whole, gets an
+// ErrorReply (the actor sends a reply only to a sender, i.e. a Request or
+// RequestFuture).
 func (h *messageHandler) Handle(msg any) any {
 	switch m := msg.(type) {
 	case *messages.ExecuteRequest:
 		c := m.GetCall()
+		if why := h.agentRefusal(c); why != "" {
+			return &messages.ExecuteReply{CallId: c.GetCallId(), Result: failureFromMessage(why, nil).Proto()}
+		}
 		call := Call{ID: c.GetCallId(), RootID: c.GetRootCallId(), Name: c.GetName(), Agent: h.node.Key}
 		// The argument bytes go to the snapshot as they are (no boxing
 		// as a json.RawMessage in Call.Arguments: one allocation less).
@@ -39,6 +59,9 @@ func (h *messageHandler) Handle(msg any) any {
 		return &rb.reply
 	case *messages.ExecutionModeRequest:
 		c := m.GetCall()
+		if why := h.agentRefusal(c); why != "" {
+			return &messages.ErrorReply{Error: why}
+		}
 		mode := h.reg.executionMode(h.viewNode(), c.GetName(), argsFromProto(c.GetArgumentsJson()))
 		return &messages.ExecutionModeReply{Mode: modeProto(mode)}
 	case *messages.GetRequest:
@@ -68,7 +91,7 @@ func (h *messageHandler) Handle(msg any) any {
 		defer h.reg.exit(c)
 		return h.reg.turnFromProto(c, h, m)
 	}
-	return nil
+	return &messages.ErrorReply{Error: fmt.Sprintf("toolscope: the PID of scope %q does not answer a %T; it answers ExecuteRequest, ExecutionModeRequest, GetRequest, SchemasRequest and TurnRequest (package messages)", h.node.Key, msg)}
 }
 
 func argsFromProto(b []byte) any {

@@ -76,6 +76,10 @@ type config struct {
 	tracer        trace.Tracer // nil: no spans (trace.go)
 	traceContent  bool
 	meterProvider metric.MeterProvider // nil: no metrics (metrics.go)
+	// maxSchemaBytes and maxArgBytes bound schema and argument text
+	// (bounds.go); 0: the defaults.
+	maxSchemaBytes int
+	maxArgBytes    int
 }
 
 // Option configures a Registry.

@@ -530,7 +530,7 @@ const reservedName = "run_code"
 // R11's order and a failure registers and notifies nothing. The returned
 // disposer removes exactly this registration (R15).
 func (s *Scope) Register(def Definition) (func(), error) {
-	td, err := newToolDef(def)
+	td, err := newToolDef(def, s.reg.cfg.schemaBound())
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,9 @@ type toolDef struct {
 	alwaysParallel bool
 }
 
-func newToolDef(def Definition) (*toolDef, error) {
+// newToolDef checks def in R11's order and builds the registry's copy;
+// maxSchema bounds the schemas' text (WithMaxSchemaBytes).
+func newToolDef(def Definition, maxSchema int) (*toolDef, error) {
 	// R11.1 output declared.
 	if def.Output == nil || def.Output.Render == nil {
 		return nil, fmt.Errorf("%w: tool %q must declare output { schema, render, presentationMeta? }", ErrInvalidDefinition, def.Name)
@@ -46,8 +48,14 @@ func newToolDef(def Definition) (*toolDef, error) {
 	var schema *jsonv.Schema
 	var outJSON []byte
 	if d := derivedOutput(def); d != nil {
+		if len(d.raw) > maxSchema {
+			return nil, checkSchemaSize("output", json.RawMessage(d.raw), maxSchema)
+		}
 		schema, outJSON = d.schema, d.raw
 	} else {
+		if err := checkSchemaSize("output", def.Output.Schema, maxSchema); err != nil {
+			return nil, err
+		}
 		var violations []string
 		if schema, violations = jsonv.CompileSchema(def.Output.Schema); len(violations) > 0 {
 			return nil, unsupportedSchema(violations)
@@ -77,6 +85,14 @@ func newToolDef(def Definition) (*toolDef, error) {
 		td.trustedRender = def.typed.defaultRender && def.Output != nil && def.Output.Render != nil &&
 			reflect.ValueOf(def.Output.Render).Pointer() == reflect.ValueOf(defaultRender).Pointer()
 	}
+	// Not R11's validation either (Parameters is not checked, R33) but a
+	// resource bound: text is measured before it is read, a Go value by
+	// the encoding made below.
+	if raw, ok := def.Parameters.(json.RawMessage); ok {
+		if err := checkSchemaSize("parameters", raw, maxSchema); err != nil {
+			return nil, err
+		}
+	}
 	if d := derivedParams(def); d != nil {
 		td.params = d.raw // shared, never handed out without a copy
 	} else {
@@ -90,6 +106,9 @@ func newToolDef(def Definition) (*toolDef, error) {
 			// sub-schemas expand past the bound have no JSON text to show.
 			return nil, unsupportedSchema([]string{fmt.Sprintf("parameters expand to more than %d repeated values: "+
 				"a sub-schema shared by several positions is written out in full at each one", jsonv.MaxSharedExpansion)})
+		}
+		if len(td.params) > maxSchema {
+			return nil, checkSchemaSize("parameters", json.RawMessage(td.params), maxSchema)
 		}
 	}
 	cp := def
@@ -312,8 +331,14 @@ func (r *Registry) executionMode(node *core.Node, name string, args any) Mode {
 	if !ok {
 		return Exclusive
 	}
+	// Arguments over the registry's bound would be refused (INVALID_ARGS):
+	// text is not read, and no classifier sees them.
+	bound := r.cfg.argBound()
+	if raw, ok := args.(json.RawMessage); ok && len(raw) > bound {
+		return Exclusive
+	}
 	b, err := encodeJSON(args)
-	if err != nil {
+	if err != nil || len(b) > bound {
 		return Exclusive
 	}
 	return td.classify(b)

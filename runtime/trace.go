@@ -24,8 +24,10 @@ const tracerName = "github.com/toolscope/toolscope/runtime"
 // parent; a nested call's span is a child of its parent execution's span
 // (the body's ctx carries it); a turn is an "execute_turn" span with one
 // child per call (a turn's never-started calls included). The stages a call
-// went through are span events on its span, each stamped when the stage
-// ended and carrying its duration in seconds (toolscope.stage.duration):
+// went through are span events on its span, each stamped with the time the
+// stage ended (given to the tracer, not left to it) and carrying its
+// duration in seconds (toolscope.stage.duration), which therefore never
+// exceeds the time since the previous event or the span's start:
 //
 //   - "pre_execute": the pre-execute hooks ran (toolscope.hooks: how many;
 //     toolscope.decision: allow, deny or ask);
@@ -102,11 +104,13 @@ const (
 )
 
 // stage adds the event of the stage that began at sp.mark and ends now,
-// and starts the next one.
+// and starts the next one. The event is stamped with the very time its
+// duration was measured to, not whenever the tracer gets to it: a
+// stage's duration never exceeds the time since the previous event.
 func (sp *execSpan) stage(name string, extra ...attribute.KeyValue) {
 	ns := time.Now().UnixNano()
 	attrs := append(make([]attribute.KeyValue, 0, 1+len(extra)), attrStageDuration.Float64(float64(ns-sp.mark)/1e9))
-	sp.AddEvent(name, trace.WithAttributes(append(attrs, extra...)...))
+	sp.AddEvent(name, trace.WithAttributes(append(attrs, extra...)...), trace.WithTimestamp(time.Unix(0, ns)))
 	sp.mark = ns
 }
 
@@ -219,7 +223,7 @@ func (s *execState) spanAdmitted() {
 		return
 	}
 	ns := time.Now().UnixNano()
-	sp.AddEvent("admitted", trace.WithAttributes(attrAdmissionWait.Float64(float64(ns-sp.mark)/1e9)))
+	sp.AddEvent("admitted", trace.WithAttributes(attrAdmissionWait.Float64(float64(ns-sp.mark)/1e9)), trace.WithTimestamp(time.Unix(0, ns)))
 	sp.mark = ns
 	sp.admitted = true
 }

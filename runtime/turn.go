@@ -420,8 +420,14 @@ func (tr *turnRun) classify(i int) {
 	if first {
 		c := &tr.calls[i]
 		call := Call{ID: c.ID, Name: c.Name, Agent: tr.agent, Parent: tr.o.parent}
-		args, ok := tr.snapshot(c.ArgumentsText)
-		if !ok {
+		// Text over the registry's bound is refused unread (argsOver).
+		over := len(c.ArgumentsText) > r.cfg.argBound()
+		var args []byte
+		ok := false
+		if !over {
+			args, ok = tr.snapshot(c.ArgumentsText)
+		}
+		if !ok && !over {
 			if json.Valid([]byte(c.ArgumentsText)) {
 				// Valid JSON that is not lossless (e.g. -0): parsed as
 				// JSON, so the snapshot fails (R48), as in the reference.
@@ -432,10 +438,13 @@ func (tr *turnRun) classify(i int) {
 		}
 		r.initExec(tc.s, tr.ctx, tr.node, call)
 		tc.s.host = tr.o.host
-		if ok {
+		switch {
+		case over:
+			tc.s.argsOver = len(c.ArgumentsText)
+		case ok:
 			tc.s.args = args // R91: parsed once, from the text
 			tc.s.argCopy = tr.spare(args)
-		} else {
+		default:
 			tc.s.snapshotArgs(call.Arguments)
 		}
 		tc.s.turnID = tr.o.id
@@ -560,9 +569,11 @@ func (tr *turnRun) spare(b []byte) []byte {
 }
 
 func (tr *turnRun) argBufSize() int {
-	n := 0
+	n, bound := 0, tr.reg.cfg.argBound()
 	for i := range tr.calls {
-		n += 2 * max(len(tr.calls[i].ArgumentsText), 2)
+		if l := len(tr.calls[i].ArgumentsText); l <= bound { // text over the bound is never copied
+			n += 2 * max(l, 2)
+		}
 	}
 	return n
 }

@@ -87,7 +87,10 @@ func unmarshalerFor(t reflect.Type) *jsonv.Unmarshaler {
 type ToolOption interface{ applyTool(*toolOptions) }
 
 type toolOptions struct {
-	params     any
+	params any
+	// maxSchema bounds params and output (WithMaxSchemaBytes); nil: the
+	// default.
+	maxSchema  *MaxSchemaBytesOption
 	output     any
 	timeout    *time.Duration
 	classifier func(args json.RawMessage) (bool, error)
@@ -172,6 +175,19 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	}
 	if o.timeout != nil && *o.timeout <= 0 {
 		return Definition{}, fmt.Errorf("%w: tool %q: timeoutMs must be a positive finite number", ErrInvalidDefinition, name)
+	}
+	maxSchema := DefaultMaxSchemaBytes
+	if o.maxSchema != nil {
+		if err := o.maxSchema.check(); err != nil {
+			return Definition{}, err
+		}
+		maxSchema = o.maxSchema.n
+	}
+	if err := checkSchemaSize("parameters", o.params, maxSchema); err != nil {
+		return Definition{}, err
+	}
+	if err := checkSchemaSize("output", o.output, maxSchema); err != nil {
+		return Definition{}, err
 	}
 	var pschema *jsonv.Schema
 	var pjson []byte

@@ -23,7 +23,9 @@ import "github.com/toolscope/toolscope/internal/jsonv"
 // step 1: "value is not lossless JSON"); ValidateValue says where.
 //
 // The schema is compiled on every call; it is meant for hosts checking
-// values now and then, not for a hot path.
+// values now and then, not for a hot path. A schema whose JSON text is
+// longer than DefaultMaxSchemaBytes is refused, unread, with the same
+// UNSUPPORTED_SCHEMA error.
 func ValidateValue(schema, value any) ([]string, error) {
 	return validateWith(schema, value, "value")
 }
@@ -37,6 +39,9 @@ func ValidateArguments(schema, args any) ([]string, error) {
 }
 
 func validateWith(schema, value any, rootLabel string) ([]string, error) {
+	if err := checkSchemaSize("given", schema, DefaultMaxSchemaBytes); err != nil {
+		return nil, err
+	}
 	s, violations := jsonv.CompileSchema(schema)
 	if len(violations) > 0 {
 		return nil, unsupportedSchema(violations)

@@ -59,6 +59,23 @@ func Valid(b []byte) bool {
 	return err == nil
 }
 
+// EncodedLen returns the length of Encode(v) (EncodeTree's, for an
+// *Object tree), or its error, without keeping the text: the encoding is
+// written into a pooled buffer and dropped. A json.RawMessage is
+// canonicalised all the same; callers bounding text measure it with len
+// first.
+func EncodedLen(v any) (int, error) {
+	e := encoderPool.Get().(*encoder)
+	e.reset(true)
+	err := e.encode(v, 0)
+	n := len(e.buf)
+	e.seen, e.visited = nil, nil
+	if cap(e.buf) <= 64<<10 {
+		encoderPool.Put(e)
+	}
+	return n, err
+}
+
 // AppendCanonical appends the canonical compact form of the JSON text b to
 // dst; it is Encode(json.RawMessage(b)) without the extra copy.
 func AppendCanonical(dst, b []byte) ([]byte, error) {
