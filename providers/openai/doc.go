@@ -77,7 +77,10 @@
 //   - Nothing is ever dropped: ChatToolMessages and ResponseToolOutputs
 //     refuse a TurnResult that does not hold exactly one result per call,
 //     and a turn aborted by its ctx still answers every call (the ones
-//     never started with ABORTED_BEFORE_DISPATCH).
+//     never started with ABORTED_BEFORE_DISPATCH). A reply with a call
+//     that has no id (or an id another of its calls has) cannot be
+//     answered: agent.Run refuses it before any call runs
+//     (agent.ErrInvalidReply).
 //
 // # Example
 //
