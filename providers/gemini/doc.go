@@ -35,7 +35,11 @@
 //     conversation. The id is written into a copy of the model's content
 //     before it joins the transcript, so the call and its FunctionResponse
 //     carry the same id and name; every other part and field (thought
-//     signatures included) is kept. Ids the model sent are kept.
+//     signatures included) is kept. Ids the model sent are kept, except
+//     one an earlier call of the same content already has, which is
+//     replaced like a missing one; a generated id skips every id the
+//     content holds (the next free index), so no two calls of a content
+//     share an id and each result answers exactly one call.
 //   - The parallel flag: Gemini has none, so Generate ignores it; the model
 //     may always ask for several calls, and the scheduler still runs an
 //     exclusive tool alone (R36, R92): nothing unsafe overlaps.

@@ -41,18 +41,24 @@ func Tools(schemas []runtime.ToolSchema) []*genai.Tool {
 
 // CallID is the id Calls gives the i-th function call (0-based) of the
 // model's step-th content (1-based) when the model sent none:
-// "call_<step>_<i>". Ids the model sends are kept.
+// "call_<step>_<i>", or, when the content already holds that id, the same
+// with the next index no call of the content has. Ids the model sends are
+// kept.
 func CallID(step, i int) string {
 	return "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 }
 
 // Calls returns the FunctionCall parts of a model content as turn calls, in
 // the order the model wrote them, and the content to keep in the
-// transcript: content itself when every call carries an id, otherwise a
-// copy whose calls without one carry CallID(step, i), so the transcript's
-// call and the FunctionResponse that answers it carry the same id and name
-// (Gemini matches them by id when present, by order otherwise; both hold).
-// The copy keeps every other part and field (thought signatures included).
+// transcript: content itself when every call carries an id of its own,
+// otherwise a copy whose calls without one carry CallID(step, i), so the
+// transcript's call and the FunctionResponse that answers it carry the
+// same id and name (Gemini matches them by id when present, by order
+// otherwise; both hold). A generated id skips every id the content holds,
+// and a call whose id an earlier call of the content has gets a generated
+// one too: each result answers exactly one call (agent.CheckCalls). The
+// copy keeps every other part and field (thought signatures included); the
+// content given is never modified.
 //
 // Gemini sends arguments as a JSON object the SDK decodes into a map, so
 // ArgumentsText is that map re-encoded: keys sorted, numbers as float64
@@ -62,7 +68,10 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 		return nil, nil, nil
 	}
 	var calls []runtime.TurnCall
-	var parts []*genai.Part // the copied parts, once an id had to be made
+	var parts []*genai.Part       // the copied parts, once an id had to be made
+	var present map[string]bool   // the ids the model sent, once one is needed
+	used := make(map[string]bool) // the ids given to calls so far
+	next := 0                     // the lowest index a generated id may take
 	for i, p := range content.Parts {
 		if p == nil || p.FunctionCall == nil {
 			continue
@@ -77,8 +86,19 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 			args = string(b)
 		}
 		id := fc.ID
-		if id == "" {
-			id = CallID(step, len(calls))
+		if id == "" || used[id] {
+			if present == nil {
+				present = make(map[string]bool)
+				for _, q := range content.Parts {
+					if q != nil && q.FunctionCall != nil && q.FunctionCall.ID != "" {
+						present[q.FunctionCall.ID] = true
+					}
+				}
+			}
+			next = max(next, len(calls))
+			for id = CallID(step, next); present[id] || used[id]; id = CallID(step, next) {
+				next++
+			}
 			if parts == nil {
 				parts = append([]*genai.Part(nil), content.Parts...)
 			}
@@ -87,6 +107,7 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 			np.FunctionCall = &nfc
 			parts[i] = &np
 		}
+		used[id] = true
 		calls = append(calls, runtime.TurnCall{ID: id, Name: fc.Name, ArgumentsText: args})
 	}
 	if parts == nil {
