@@ -38,6 +38,17 @@ type Reply[M any] struct {
 	StopReason string
 }
 
+// SkippedTool is a tool a provider adapter left out of a request because
+// its provider cannot take it (a parameter schema that is not an object
+// schema, a name that cannot be mapped to one the provider accepts): the
+// request goes out with the other tools rather than failing as a whole.
+type SkippedTool struct {
+	// Name is the tool's name in the scope.
+	Name string
+	// Reason says why the provider cannot take it.
+	Reason string
+}
+
 // StopReason says why Run stopped.
 type StopReason string
 
