@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/internal/toolname"
 	"github.com/toolscope/toolscope/runtime"
 	"google.golang.org/genai"
 )
@@ -20,23 +22,59 @@ import (
 var ErrInvalid = errors.New("gemini: invalid input")
 
 // Tools turns a scope's Schemas into one Gemini tool holding a function
-// declaration per schema, in the same order, the parameter schema passed
-// as ParametersJsonSchema exactly as Schemas gave it (JSON Schema; Gemini
-// reads it as such, not as its OpenAPI-subset Schema type). No schemas
-// give no tool.
-func Tools(schemas []runtime.ToolSchema) []*genai.Tool {
+// declaration per schema, in the same order, the name as ToolName gives it
+// and the parameter schema passed as ParametersJsonSchema exactly as
+// Schemas gave it (JSON Schema; Gemini reads it as such, not as its
+// OpenAPI-subset Schema type). A tool Gemini cannot take (a parameter
+// schema that is not an object schema, a mapped name that is another
+// tool's own name) is left out and reported in skipped, so one such tool
+// never fails the request. No schemas (or none left) give no tool.
+func Tools(schemas []runtime.ToolSchema) (tools []*genai.Tool, skipped []agent.SkippedTool) {
+	tools, _, skipped = buildTools(schemas)
+	return tools, skipped
+}
+
+// ToolName returns the name a tool named name is declared under: name
+// itself when Gemini accepts it (a letter or "_", then letters, digits,
+// "_", ".", ":" and "-", at most 128 in all); otherwise name with every
+// other character replaced by "_" (and "_" in front where it may not
+// start a name), cut to fit, followed by "_" and ten hex digits of its
+// SHA-256. It depends on name alone, so it is the same on every request.
+// Model maps the calls the model makes by such a name back to the tool's
+// name, and ToolResults answers a call under ToolName of its name: the
+// name the model called.
+func ToolName(name string) string { return toolname.Gemini.Wire(name) }
+
+func buildTools(schemas []runtime.ToolSchema) ([]*genai.Tool, *toolname.Names, []agent.SkippedTool) {
 	if len(schemas) == 0 {
-		return nil
+		return nil, nil, nil
 	}
-	decls := make([]*genai.FunctionDeclaration, len(schemas))
+	names := make([]string, len(schemas))
 	for i, s := range schemas {
-		d := &genai.FunctionDeclaration{Name: s.Name, Description: s.Description}
+		names[i] = s.Name
+	}
+	wire, m := toolname.Gemini.Assign(names)
+	decls := make([]*genai.FunctionDeclaration, 0, len(schemas))
+	var skipped []agent.SkippedTool
+	for i, s := range schemas {
+		if wire[i] == "" {
+			skipped = append(skipped, agent.SkippedTool{Name: s.Name, Reason: toolname.ErrNameTaken(toolname.Gemini, s.Name).Error()})
+			continue
+		}
+		if err := toolname.ObjectSchema(s.Parameters); err != nil {
+			skipped = append(skipped, agent.SkippedTool{Name: s.Name, Reason: err.Error()})
+			continue
+		}
+		d := &genai.FunctionDeclaration{Name: wire[i], Description: s.Description}
 		if len(s.Parameters) > 0 {
 			d.ParametersJsonSchema = s.Parameters
 		}
-		decls[i] = d
+		decls = append(decls, d)
 	}
-	return []*genai.Tool{{FunctionDeclarations: decls}}
+	if len(decls) == 0 {
+		return nil, m, skipped
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}, m, skipped
 }
 
 // CallID is the id Calls gives the i-th function call (0-based) of the
@@ -191,7 +229,7 @@ func response(c runtime.TurnCall, r *runtime.Result) *genai.FunctionResponse {
 		}
 	}
 	text := strings.Join(texts, "\n")
-	fr := &genai.FunctionResponse{ID: c.ID, Name: c.Name, Parts: media}
+	fr := &genai.FunctionResponse{ID: c.ID, Name: ToolName(c.Name), Parts: media}
 	if !r.IsError() {
 		fr.Response = map[string]any{"output": text}
 		return fr
@@ -287,6 +325,15 @@ type Model struct {
 	models *genai.Models
 	name   string
 	config *genai.GenerateContentConfig
+	logger *slog.Logger
+}
+
+// WithLogger returns a copy of m that reports its warnings (a tool left
+// out of a request, see Tools) to l; without it they go to slog.Default().
+func (m *Model) WithLogger(l *slog.Logger) *Model {
+	c := *m
+	c.logger = l
+	return &c
 }
 
 var _ agent.Model[*genai.Content] = (*Model)(nil)
@@ -315,26 +362,44 @@ func New(client *genai.Client, name string, config *genai.GenerateContentConfig)
 }
 
 // Config returns the config Generate sends with tools: a shallow copy of
-// the Model's config whose Tools are its own followed by Tools(tools).
+// the Model's config whose Tools are its own followed by Tools(tools) (a
+// tool Gemini cannot take left out and logged).
 func (m *Model) Config(tools []runtime.ToolSchema) *genai.GenerateContentConfig {
+	c, _ := m.configWith(tools)
+	return c
+}
+
+func (m *Model) configWith(tools []runtime.ToolSchema) (*genai.GenerateContentConfig, *toolname.Names) {
 	var c genai.GenerateContentConfig
 	if m.config != nil {
 		c = *m.config
 	}
-	if ts := Tools(tools); ts != nil {
+	ts, names, skipped := buildTools(tools)
+	if len(skipped) > 0 {
+		l := m.logger
+		if l == nil {
+			l = slog.Default()
+		}
+		for _, s := range skipped {
+			l.LogAttrs(context.Background(), slog.LevelWarn, "gemini: tool left out of the request", slog.String("tool", s.Name), slog.String("reason", s.Reason))
+		}
+	}
+	if ts != nil {
 		c.Tools = append(append(make([]*genai.Tool, 0, len(c.Tools)+1), c.Tools...), ts...)
 	}
-	return &c
+	return &c, names
 }
 
 // Generate sends one GenerateContent request and returns the first
-// candidate's content (with generated call ids, see Calls), its function
-// calls, and its finish reason as sent ("STOP", "MAX_TOKENS",
+// candidate's content (with generated call ids, see Calls; names as the
+// model wrote them), its function calls (each mapped name back to its
+// tool's name), and its finish reason as sent ("STOP", "MAX_TOKENS",
 // "MALFORMED_FUNCTION_CALL", …). A response without candidates (a blocked
 // prompt) is an error naming the block reason. The step for generated ids
 // is one more than the number of model contents in the transcript.
 func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools []runtime.ToolSchema, _ bool) (agent.Reply[*genai.Content], error) {
-	resp, err := m.models.GenerateContent(ctx, m.name, transcript, m.Config(tools))
+	config, names := m.configWith(tools)
+	resp, err := m.models.GenerateContent(ctx, m.name, transcript, config)
 	if err != nil {
 		return agent.Reply[*genai.Content]{}, err
 	}
@@ -358,6 +423,11 @@ func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools
 	calls, content, err := Calls(cand.Content, step)
 	if err != nil {
 		return agent.Reply[*genai.Content]{}, err
+	}
+	if names.Mapped() {
+		for i := range calls {
+			calls[i].Name = names.Tool(calls[i].Name)
+		}
 	}
 	reply := agent.Reply[*genai.Content]{Calls: calls, StopReason: string(cand.FinishReason)}
 	if content != nil && len(content.Parts) > 0 {
