@@ -18,7 +18,8 @@ import (
 )
 
 // ErrInvalid is wrapped by every error of this package about bad input: a
-// turn result that does not answer its calls, a bad Model configuration.
+// turn result that does not answer its calls, a reply without a message, a
+// bad Model configuration.
 var ErrInvalid = errors.New("anthropic: invalid input")
 
 // Tools turns a scope's Schemas into Anthropic custom tools, in the same
@@ -396,6 +397,9 @@ func (m *Model) Generate(ctx context.Context, transcript []sdk.MessageParam, too
 	msg, err := m.client.Messages.New(ctx, p, m.options...)
 	if err != nil {
 		return agent.Reply[sdk.MessageParam]{}, err
+	}
+	if msg == nil { // a body of null decodes to no message at all
+		return agent.Reply[sdk.MessageParam]{}, fmt.Errorf("%w: the reply holds no message", ErrInvalid)
 	}
 	calls := Calls(msg)
 	if names.Mapped() {

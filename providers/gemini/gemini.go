@@ -18,7 +18,7 @@ import (
 
 // ErrInvalid is wrapped by every error of this package about bad input: a
 // turn result that does not answer its calls, a response without a
-// candidate, a bad Model configuration.
+// candidate, a reply the SDK cannot read, a bad Model configuration.
 var ErrInvalid = errors.New("gemini: invalid input")
 
 // Tools turns a scope's Schemas into one Gemini tool holding a function
@@ -399,13 +399,15 @@ func (m *Model) configWith(tools []runtime.ToolSchema) (*genai.GenerateContentCo
 // is one more than the number of model contents in the transcript.
 func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools []runtime.ToolSchema, _ bool) (agent.Reply[*genai.Content], error) {
 	config, names := m.configWith(tools)
-	resp, err := m.models.GenerateContent(ctx, m.name, transcript, config)
+	resp, err := m.generate(ctx, transcript, config)
 	if err != nil {
 		return agent.Reply[*genai.Content]{}, err
 	}
-	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+	if resp == nil || len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
 		reason := "none given"
-		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+		if resp == nil {
+			reason = "the reply holds no response"
+		} else if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
 			reason = string(pf.BlockReason)
 			if pf.BlockReasonMessage != "" {
 				reason += ": " + pf.BlockReasonMessage
@@ -437,6 +439,20 @@ func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools
 		reply.Messages = []*genai.Content{content}
 	}
 	return reply, nil
+}
+
+// generate is the SDK's GenerateContent, with a panic of the SDK turned
+// into an error: the SDK converts the reply's JSON with type assertions
+// that panic on shapes it does not expect ({"candidates":[null]} panics in
+// genai v1.77), and a model's reply is untrusted input that must not crash
+// the host.
+func (m *Model) generate(ctx context.Context, transcript []*genai.Content, config *genai.GenerateContentConfig) (resp *genai.GenerateContentResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("%w: the SDK could not read the reply: %v", ErrInvalid, p)
+		}
+	}()
+	return m.models.GenerateContent(ctx, m.name, transcript, config)
 }
 
 // ToolResults returns the contents of ToolResults.

@@ -172,8 +172,8 @@ func (m *ChatModel) Generate(ctx context.Context, transcript []oai.ChatCompletio
 	if err != nil {
 		return reply, err
 	}
-	if len(resp.Choices) == 0 {
-		return reply, ErrNoChoice
+	if resp == nil || len(resp.Choices) == 0 {
+		return reply, ErrNoChoice // a body of null decodes to no completion at all
 	}
 	choice := resp.Choices[0]
 	reply.Messages = []oai.ChatCompletionMessageParamUnion{choice.Message.ToParam()}

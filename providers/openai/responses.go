@@ -199,6 +199,9 @@ func (m *ResponsesModel) WithLogger(l *slog.Logger) *ResponsesModel {
 	return &c
 }
 
+// ErrNoResponse reports a reply whose body holds no response (null).
+var ErrNoResponse = errors.New("openai: the reply holds no response")
+
 // ResponseFailedError reports a response whose status is "failed".
 type ResponseFailedError struct {
 	Code, Message string
@@ -234,6 +237,9 @@ func (m *ResponsesModel) Generate(ctx context.Context, transcript []responses.Re
 	resp, err := m.client.Responses.New(ctx, p, m.options...)
 	if err != nil {
 		return reply, err
+	}
+	if resp == nil {
+		return reply, ErrNoResponse // a body of null decodes to no response at all
 	}
 	if resp.Status == responses.ResponseStatusFailed {
 		return reply, &ResponseFailedError{Code: string(resp.Error.Code), Message: resp.Error.Message}
