@@ -156,8 +156,9 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 
 // ToolResults turns a turn's results into the contents to append: one
 // user-role content holding one FunctionResponse part per call, in model
-// order (res.Results[i] answers calls[i]), with the call's id and name,
-// then, when the turn has contexts, a second user-role content with one
+// order (res.Results[i] answers calls[i]), with the call's id and the name
+// it was called by (ToolName of the call's name: the name the tool was
+// declared under), then, when the turn has contexts, a second user-role content with one
 // text part per context. Gemini requires the function-response content to
 // hold only the responses to the preceding call turn, so the contexts
 // cannot share it.
