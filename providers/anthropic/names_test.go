@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -116,5 +117,20 @@ func TestModel_ToolsAnthropicCannotTakeAreMappedOrLeftOut_RunProceeds(t *testing
 	// The transcript keeps the names the model wrote.
 	if u := reqs[1].Messages[1].Content[0]; u.Name != anthropic.ToolName("fs.read_file") {
 		t.Fatalf("transcript call name %q", u.Name)
+	}
+}
+
+// A reply whose body is null decodes to no message at all: Generate
+// reports it instead of dereferencing it (it crashed the host).
+func TestModel_NullReplyIsAnErrorNotACrash(t *testing.T) {
+	s := newServer(t, "null")
+	f := newFixture(t)
+	var out *agent.Outcome[sdk.MessageParam]
+	var err error
+	within(t, 20*time.Second, func() {
+		out, err = agent.Run(context.Background(), f.scope, newModel(t, s), []sdk.MessageParam{userText("go")})
+	})
+	if !errors.Is(err, anthropic.ErrInvalid) || out.Stop != agent.Failed {
+		t.Fatalf("%v, stop %v", err, out.Stop)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -113,6 +114,23 @@ func TestModel_ToolsGeminiCannotTakeAreMappedOrLeftOut_RunProceeds(t *testing.T)
 	for i := range calls {
 		if fc, fr := calls[i].FunctionCall, resps[i].FunctionResponse; fr.Name != fc.Name || fr.ID != fc.ID {
 			t.Fatalf("response %d (%s %s) does not answer call (%s %s)", i, fr.ID, fr.Name, fc.ID, fc.Name)
+		}
+	}
+}
+
+// Replies the SDK cannot read (a body of null; a null candidate, on which
+// genai v1.77 panics) are errors, never a crash of the host.
+func TestModel_UnreadableReplyIsAnErrorNotACrash(t *testing.T) {
+	for _, body := range []string{"null", `{"candidates":[null]}`} {
+		s := newServer(t, body)
+		f := newFixture(t)
+		var out *agent.Outcome[*genai.Content]
+		var err error
+		within(t, 20*time.Second, func() {
+			out, err = agent.Run(context.Background(), f.scope, newModel(t, s), []*genai.Content{genai.NewContentFromText("go", genai.RoleUser)})
+		})
+		if !errors.Is(err, gemini.ErrInvalid) || out.Stop != agent.Failed {
+			t.Fatalf("%s: %v, stop %v", body, err, out.Stop)
 		}
 	}
 }

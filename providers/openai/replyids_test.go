@@ -74,3 +74,23 @@ func TestResponses_ReplyWithUnanswerableCallRefusedBeforeAnythingRuns(t *testing
 		t.Fatalf("%d turns, transcript of %d items; want the refused reply left out", len(out.Turns), len(out.Transcript))
 	}
 }
+
+// A reply whose body is null decodes to no completion or response at all:
+// Generate reports it instead of dereferencing it (it crashed the host).
+func TestModel_NullReplyIsAnErrorNotACrash(t *testing.T) {
+	null := func(map[string]any) any { return nil }
+	_, client := newServer(t, null, null)
+	reg := newRegistry(t)
+	var runs atomic.Int32
+	payTool(t, reg.Global(), &runs)
+	out, err := agent.Run(testCtx(t), reg.Global(), openai.NewChatModel(client, oai.ChatCompletionNewParams{Model: "m"}),
+		[]oai.ChatCompletionMessageParamUnion{oai.UserMessage("pay")})
+	if !errors.Is(err, openai.ErrNoChoice) || out.Stop != agent.Failed {
+		t.Fatalf("chat: %v, stop %v", err, out.Stop)
+	}
+	out2, err := agent.Run(testCtx(t), reg.Global(), openai.NewResponsesModel(client, responses.ResponseNewParams{Model: "m"}),
+		[]responses.ResponseInputItemUnionParam{userItem("pay")})
+	if !errors.Is(err, openai.ErrNoResponse) || out2.Stop != agent.Failed {
+		t.Fatalf("responses: %v, stop %v", err, out2.Stop)
+	}
+}
