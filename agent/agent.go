@@ -30,10 +30,23 @@ type Reply[M any] struct {
 	// message, or the response's output items).
 	Messages []M
 	// Calls are the reply's tool calls in model order, with ids and argument
-	// text as the model sent them. None means the model answered.
+	// text as the model sent them. None means the model answered. Each
+	// must have an id of its own (CheckCalls); Run refuses a reply where
+	// one has none or shares it.
 	Calls []runtime.TurnCall
 	// StopReason is the provider's own stop or finish reason, as sent.
 	StopReason string
+}
+
+// SkippedTool is a tool a provider adapter left out of a request because
+// its provider cannot take it (a parameter schema that is not an object
+// schema, a name that cannot be mapped to one the provider accepts): the
+// request goes out with the other tools rather than failing as a whole.
+type SkippedTool struct {
+	// Name is the tool's name in the scope.
+	Name string
+	// Reason says why the provider cannot take it.
+	Reason string
 }
 
 // StopReason says why Run stopped.
@@ -51,8 +64,9 @@ const (
 	ContextDone StopReason = "context_done"
 	// StepLimit: the model asked for tools on every one of MaxSteps steps.
 	StepLimit StopReason = "step_limit"
-	// Failed: the model, the adapter or the turn returned an error (Run
-	// returns it too).
+	// Failed: the model, the adapter or the turn returned an error, or the
+	// model's reply was refused (ErrInvalidReply: nothing of it ran or was
+	// appended). Run returns the error too.
 	Failed StopReason = "failed"
 )
 
@@ -99,10 +113,16 @@ func WithTurnOptions(opts ...runtime.TurnOption) Option {
 // ErrInvalidOption reports a bad Run option.
 var ErrInvalidOption = errors.New("agent: invalid option")
 
+// ErrInvalidReply reports a model reply whose calls cannot all be answered:
+// a call without an id, or two calls with one id. Run refuses such a reply
+// before any of its calls runs (see CheckCalls).
+var ErrInvalidReply = errors.New("agent: invalid model reply")
+
 // Run drives the conversation: ask the model with the scope's tools, run
 // its tool calls as one ExecuteTurn, append the results, and repeat until
 // the model answers without tool calls, a turn concludes, ctx ends, or the
-// step limit is reached. The Outcome is returned in every case, with the
+// step limit is reached. A reply whose calls cannot all be answered (see
+// CheckCalls) is refused before any of them runs. The Outcome is returned in every case, with the
 // transcript so far; the error is non-nil only when Stop is Failed (or the
 // options are invalid).
 func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], transcript []M, opts ...Option) (*Outcome[M], error) {
@@ -149,8 +169,15 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 			out.Stop = Failed
 			return out, fmt.Errorf("agent: step %d: model: %w", out.Steps, err)
 		}
-		out.Transcript = append(out.Transcript, reply.Messages...)
 		out.LastStopReason = reply.StopReason
+		if err := CheckCalls(reply.Calls); err != nil {
+			// Refused before anything runs: no call has a side effect,
+			// and the reply's messages, whose calls would stay
+			// unanswered, are not appended.
+			out.Stop = Failed
+			return out, fmt.Errorf("agent: step %d: %w", out.Steps, err)
+		}
+		out.Transcript = append(out.Transcript, reply.Messages...)
 		if len(reply.Calls) == 0 {
 			out.Stop = Answered
 			return out, nil
@@ -182,6 +209,39 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 			return out, nil
 		}
 	}
+}
+
+// CheckCalls reports (wrapping ErrInvalidReply) calls that cannot all be
+// answered: a call without an id, or an id used by two calls. A tool
+// result is matched to its call by id on every provider, so such a reply
+// would leave a call that ran without its result, or a result that
+// answers two calls. Run checks every reply before running any of its
+// calls; a loop of one's own should too. An adapter whose provider sends
+// no ids makes them up, unique within the reply (as the Gemini adapter
+// does).
+func CheckCalls(calls []runtime.TurnCall) error {
+	var seen map[string]struct{}
+	if len(calls) > 8 {
+		seen = make(map[string]struct{}, len(calls))
+	}
+	for i, c := range calls {
+		if c.ID == "" {
+			return fmt.Errorf("%w: call %d (%.64q) has no id", ErrInvalidReply, i, c.Name)
+		}
+		dup := false
+		if seen != nil {
+			_, dup = seen[c.ID]
+			seen[c.ID] = struct{}{}
+		} else {
+			for _, p := range calls[:i] {
+				dup = dup || p.ID == c.ID
+			}
+		}
+		if dup {
+			return fmt.Errorf("%w: call %d (%.64q) has the id %.64q of an earlier call", ErrInvalidReply, i, c.Name, c.ID)
+		}
+	}
+	return nil
 }
 
 // MayRunParallel reports whether the scope sees at least one tool that may

@@ -17,4 +17,9 @@
 // WithParallelToolCalls fixes it. Run stops when the model answers without
 // tool calls, a result concludes its turn (R99), ctx ends, or the step
 // limit is reached, and says which in Outcome.Stop.
+//
+// A model's reply is untrusted input: one whose calls cannot all be
+// answered (a call without an id, two calls with one id) is refused before
+// any of its calls runs (ErrInvalidReply, CheckCalls), so no tool has a side
+// effect the transcript cannot answer for.
 package agent

@@ -7,40 +7,70 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/internal/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
 
 // ErrInvalid is wrapped by every error of this package about bad input: a
-// schema Anthropic cannot take, a turn result that does not answer its
-// calls, a bad Model configuration.
+// turn result that does not answer its calls, a reply without a message, a
+// bad Model configuration.
 var ErrInvalid = errors.New("anthropic: invalid input")
 
 // Tools turns a scope's Schemas into Anthropic custom tools, in the same
-// order: the name, the description, and the parameter schema as
-// input_schema. Anthropic requires an object schema: a schema whose "type"
-// is present and not "object" (or that is not a JSON object at all) is an
-// error; a schema without "type" is sent as an object schema. "properties"
-// is sent as the exact bytes Schemas gave (so its key order is kept),
-// "required" as a list, every other keyword as an extra field.
-func Tools(schemas []runtime.ToolSchema) ([]sdk.ToolUnionParam, error) {
+// order: the name (as ToolName gives it), the description, and the
+// parameter schema as input_schema. Anthropic requires an object schema: a
+// schema without "type" is sent as an object schema; a tool whose schema
+// has a "type" other than "object" (or is not a JSON object at all), or
+// whose mapped name is another tool's own name, is left out and reported
+// in skipped, so one tool Anthropic cannot take never fails the request.
+// "properties" is sent as the exact bytes Schemas gave (so its key order is
+// kept), "required" as a list, every other keyword as an extra field.
+func Tools(schemas []runtime.ToolSchema) (tools []sdk.ToolUnionParam, skipped []agent.SkippedTool) {
+	tools, _, skipped = buildTools(schemas)
+	return tools, skipped
+}
+
+// ToolName returns the name a tool named name is sent under: name itself
+// when Anthropic accepts it (^[a-zA-Z0-9_-]{1,64}$); otherwise name with
+// every other character replaced by "_", cut to fit, followed by "_" and
+// ten hex digits of its SHA-256 (an MCP tool "fs.read_file" is sent as
+// "fs_read_file_<hash>"). It depends on name alone, so it is the same on
+// every request. Model maps the calls the model makes by such a name back
+// to the tool's name; a loop of one's own does the same with the tools it
+// sent.
+func ToolName(name string) string { return toolname.Anthropic.Wire(name) }
+
+func buildTools(schemas []runtime.ToolSchema) ([]sdk.ToolUnionParam, *toolname.Names, []agent.SkippedTool) {
+	names := make([]string, len(schemas))
+	for i, s := range schemas {
+		names[i] = s.Name
+	}
+	wire, m := toolname.Anthropic.Assign(names)
 	tools := make([]sdk.ToolUnionParam, 0, len(schemas))
-	for _, s := range schemas {
+	var skipped []agent.SkippedTool
+	for i, s := range schemas {
+		if wire[i] == "" {
+			skipped = append(skipped, agent.SkippedTool{Name: s.Name, Reason: toolname.ErrNameTaken(toolname.Anthropic, s.Name).Error()})
+			continue
+		}
 		in, err := inputSchema(s.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("%w: tool %q: %v", ErrInvalid, s.Name, err)
+			skipped = append(skipped, agent.SkippedTool{Name: s.Name, Reason: err.Error()})
+			continue
 		}
-		t := &sdk.ToolParam{Name: s.Name, InputSchema: in}
+		t := &sdk.ToolParam{Name: wire[i], InputSchema: in}
 		if s.Description != "" {
 			t.Description = sdk.String(s.Description)
 		}
 		tools = append(tools, sdk.ToolUnionParam{OfTool: t})
 	}
-	return tools, nil
+	return tools, m, skipped
 }
 
 func inputSchema(params json.RawMessage) (in sdk.ToolInputSchemaParam, err error) {
@@ -63,7 +93,7 @@ func inputSchema(params json.RawMessage) (in sdk.ToolInputSchemaParam, err error
 		case "type":
 			var typ string
 			if err := json.Unmarshal(v, &typ); err != nil || typ != "object" {
-				return in, fmt.Errorf("input_schema type must be \"object\", got %s", v)
+				return in, fmt.Errorf("input_schema type must be \"object\", got %.64s", v)
 			}
 		case "properties":
 			in.Properties = v
@@ -271,6 +301,15 @@ type Model struct {
 	client  sdk.Client
 	params  sdk.MessageNewParams
 	options []option.RequestOption
+	logger  *slog.Logger
+}
+
+// WithLogger returns a copy of m that reports its warnings (a tool left
+// out of a request, see Tools) to l; without it they go to slog.Default().
+func (m *Model) WithLogger(l *slog.Logger) *Model {
+	c := *m
+	c.logger = l
+	return &c
 }
 
 var _ agent.Model[sdk.MessageParam] = (*Model)(nil)
@@ -290,19 +329,27 @@ func New(client sdk.Client, params sdk.MessageNewParams, opts ...option.RequestO
 }
 
 // Request builds the request Generate sends: params with the transcript,
-// the tools, and, when there is at least one tool, tool_choice's
-// disable_parallel_tool_use set to !parallel (on the tool_choice params
-// already holds, or on {"type":"auto"}; "none" has no such flag and is
-// kept). Without tools, tool_choice is left as params has it.
+// the tools (Tools: names as ToolName gives them, a tool Anthropic cannot
+// take left out and logged), and, when there is at least one tool,
+// tool_choice's disable_parallel_tool_use set to !parallel (on the
+// tool_choice params already holds, or on {"type":"auto"}; "none" has no
+// such flag and is kept). Without tools, tool_choice is left as params
+// has it. The error is always nil: no tool fails the request.
 func (m *Model) Request(transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool) (sdk.MessageNewParams, error) {
+	p, _ := m.request(transcript, tools, parallel)
+	return p, nil
+}
+
+func (m *Model) request(transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool) (sdk.MessageNewParams, *toolname.Names) {
 	p := m.params
 	p.Messages = transcript
 	if len(tools) == 0 {
 		return p, nil
 	}
-	ts, err := Tools(tools)
-	if err != nil {
-		return p, err
+	ts, names, skipped := buildTools(tools)
+	m.warnSkipped(skipped)
+	if len(ts) == 0 {
+		return p, names
 	}
 	p.Tools = append(append(make([]sdk.ToolUnionParam, 0, len(m.params.Tools)+len(ts)), m.params.Tools...), ts...)
 	disable := sdk.Bool(!parallel)
@@ -323,24 +370,44 @@ func (m *Model) Request(transcript []sdk.MessageParam, tools []runtime.ToolSchem
 	default:
 		p.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{DisableParallelToolUse: disable}}
 	}
-	return p, nil
+	return p, names
+}
+
+func (m *Model) warnSkipped(skipped []agent.SkippedTool) {
+	if len(skipped) == 0 {
+		return
+	}
+	l := m.logger
+	if l == nil {
+		l = slog.Default()
+	}
+	for _, s := range skipped {
+		l.LogAttrs(context.Background(), slog.LevelWarn, "anthropic: tool left out of the request", slog.String("tool", s.Name), slog.String("reason", s.Reason))
+	}
 }
 
 // Generate sends one Messages request and returns the assistant message
-// (as its param, ready to send back), its tool_use blocks as calls, and the
-// stop reason as sent ("tool_use", "end_turn", "max_tokens", …). Calls are
-// returned whatever the stop reason: every tool_use block needs a
+// (as its param, ready to send back, names as the model wrote them), its
+// tool_use blocks as calls (each mapped name back to its tool's name), and
+// the stop reason as sent ("tool_use", "end_turn", "max_tokens", …). Calls
+// are returned whatever the stop reason: every tool_use block needs a
 // tool_result in the next message.
 func (m *Model) Generate(ctx context.Context, transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool) (agent.Reply[sdk.MessageParam], error) {
-	p, err := m.Request(transcript, tools, parallel)
-	if err != nil {
-		return agent.Reply[sdk.MessageParam]{}, err
-	}
+	p, names := m.request(transcript, tools, parallel)
 	msg, err := m.client.Messages.New(ctx, p, m.options...)
 	if err != nil {
 		return agent.Reply[sdk.MessageParam]{}, err
 	}
-	reply := agent.Reply[sdk.MessageParam]{Calls: Calls(msg), StopReason: string(msg.StopReason)}
+	if msg == nil { // a body of null decodes to no message at all
+		return agent.Reply[sdk.MessageParam]{}, fmt.Errorf("%w: the reply holds no message", ErrInvalid)
+	}
+	calls := Calls(msg)
+	if names.Mapped() {
+		for i := range calls {
+			calls[i].Name = names.Tool(calls[i].Name)
+		}
+	}
+	reply := agent.Reply[sdk.MessageParam]{Calls: calls, StopReason: string(msg.StopReason)}
 	if len(msg.Content) > 0 {
 		// An empty assistant message cannot be sent back; there is nothing
 		// to keep.

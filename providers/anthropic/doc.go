@@ -49,10 +49,21 @@
 //     a context whose role is not "user" is prefixed "[<role>] ".
 //   - Result values and presentation metadata: not sent; the model sees
 //     the rendered content, as with every adapter.
-//   - Schemas: input_schema must describe an object. A schema whose "type"
-//     is not "object" is an error; one without "type" is sent as an object
-//     schema; no parameters give an empty object schema. "properties" keeps
-//     its bytes and key order; other top-level keywords are re-ordered.
+//   - Schemas: input_schema must describe an object, and the API refuses
+//     the whole tool list for one that does not. A tool whose schema's
+//     "type" is not "object" (or that is not a JSON object) is left out of
+//     the request with a warning (Tools reports it; see WithLogger) and the
+//     run proceeds with the others; one without "type" is sent as an
+//     object schema; no parameters give an empty object schema.
+//     "properties" keeps its bytes and key order; other top-level keywords
+//     are re-ordered.
+//   - Tool names: Anthropic takes ^[a-zA-Z0-9_-]{1,64}$, a tool's name may
+//     have dots and run to 128 characters (MCP names). Such a name is sent
+//     as ToolName maps it (the characters refused replaced by "_", cut,
+//     plus ten hex digits of its SHA-256: deterministic, and never another
+//     tool's name; a tool whose mapped name is another tool's own is left
+//     out), and Generate maps the calls the model makes by it back to the
+//     tool's name; the transcript keeps the name the model wrote.
 //   - Invalid argument text: a non-streamed response carries each input as
 //     a JSON value, so R91's "invalid JSON is passed as the raw string"
 //     cannot arise; an input that is not an object (say a JSON string) is

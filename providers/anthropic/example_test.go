@@ -20,18 +20,23 @@ import (
 
 // ExampleTools: a scope's schemas as Anthropic tools.
 func ExampleTools() {
-	tools, err := anthropic.Tools([]runtime.ToolSchema{{
+	tools, skipped := anthropic.Tools([]runtime.ToolSchema{{
 		Name:        "read",
 		Description: "Read a file",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+	}, {
+		Name:       "fs.stat", // an MCP name: sent mapped
+		Parameters: json.RawMessage(`{"type":"object"}`),
+	}, {
+		Name:       "scalar", // not an object schema: left out
+		Parameters: json.RawMessage(`{"type":"string"}`),
 	}})
-	if err != nil {
-		log.Fatal(err)
-	}
 	b, _ := json.Marshal(tools)
 	fmt.Println(string(b))
+	fmt.Printf("%+v\n", skipped)
 	// Output:
-	// [{"input_schema":{"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"},"name":"read","description":"Read a file"}]
+	// [{"input_schema":{"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"},"name":"read","description":"Read a file"},{"input_schema":{"properties":{},"type":"object"},"name":"fs_stat_145f9ce76c"}]
+	// [{Name:scalar Reason:input_schema type must be "object", got "string"}]
 }
 
 // ExampleToolResults: one user message answering every call in order, a

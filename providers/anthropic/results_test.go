@@ -112,14 +112,17 @@ func TestToolResults_Images(t *testing.T) {
 }
 
 // TestTools_InputSchema: the parameter schema becomes input_schema with
-// properties kept byte for byte; non-object schemas are errors.
+// properties kept byte for byte; a tool with a non-object schema is left
+// out and reported, the others are sent.
 func TestTools_InputSchema(t *testing.T) {
-	tools, err := anthropic.Tools([]runtime.ToolSchema{
+	tools, skipped := anthropic.Tools([]runtime.ToolSchema{
 		{Name: "read", Description: "Read a file", Parameters: json.RawMessage(
 			`{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"integer"}},"required":["z"],"additionalProperties":false}`)},
 		{Name: "now", Parameters: nil},
 	})
-	must(t, err)
+	if len(skipped) != 0 {
+		t.Fatal(skipped)
+	}
 	b, err := json.Marshal(tools)
 	must(t, err)
 	want := `[{"input_schema":{"properties":{"z":{"type":"string"},"a":{"type":"integer"}},"required":["z"],"type":"object","additionalProperties":false},"name":"read","description":"Read a file"},` +
@@ -128,8 +131,9 @@ func TestTools_InputSchema(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b, want)
 	}
 	for _, bad := range []string{`{"type":"array"}`, `[1]`, `true`, `{"type":["object","null"]}`, `{"required":"z"}`} {
-		if _, err := anthropic.Tools([]runtime.ToolSchema{{Name: "bad", Parameters: json.RawMessage(bad)}}); !errors.Is(err, anthropic.ErrInvalid) {
-			t.Errorf("schema %s: err %v, want ErrInvalid", bad, err)
+		tools, skipped := anthropic.Tools([]runtime.ToolSchema{{Name: "bad", Parameters: json.RawMessage(bad)}, {Name: "good"}})
+		if len(tools) != 1 || tools[0].OfTool.Name != "good" || len(skipped) != 1 || skipped[0].Name != "bad" {
+			t.Errorf("schema %s: %d tools, skipped %+v; want it left out, the other sent", bad, len(tools), skipped)
 		}
 	}
 }

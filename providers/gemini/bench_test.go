@@ -52,7 +52,10 @@ func newBenchTurn(b *testing.B) *benchTurn {
 // the content's function calls → TurnCalls (with generated ids), results →
 // the response contents.
 func (bt *benchTurn) adapter(b *testing.B) ([]*genai.Tool, *genai.Content, []*genai.Content) {
-	tools := gemini.Tools(bt.schemas)
+	tools, skipped := gemini.Tools(bt.schemas)
+	if len(skipped) != 0 {
+		b.Fatal(skipped)
+	}
 	calls, withIDs, err := gemini.Calls(bt.content, 1)
 	if err != nil {
 		b.Fatal(err)

@@ -35,7 +35,11 @@
 //     conversation. The id is written into a copy of the model's content
 //     before it joins the transcript, so the call and its FunctionResponse
 //     carry the same id and name; every other part and field (thought
-//     signatures included) is kept. Ids the model sent are kept.
+//     signatures included) is kept. Ids the model sent are kept, except
+//     one an earlier call of the same content already has, which is
+//     replaced like a missing one; a generated id skips every id the
+//     content holds (the next free index), so no two calls of a content
+//     share an id and each result answers exactly one call.
 //   - The parallel flag: Gemini has none, so Generate ignores it; the model
 //     may always ask for several calls, and the scheduler still runs an
 //     exclusive tool alone (R36, R92): nothing unsafe overlaps.
@@ -65,7 +69,18 @@
 //   - Result values and presentation metadata: not sent; the model sees
 //     the rendered content, as with every adapter.
 //   - Schemas: passed as they are; the SDK turns them into maps on the way
-//     out, so keyword order is not kept.
+//     out, so keyword order is not kept. A tool whose schema is not an
+//     object schema (function parameters are an object) is left out of the
+//     request with a warning (Tools reports it; see WithLogger), and the
+//     run proceeds with the others.
+//   - Function names: Gemini takes a letter or "_", then letters, digits,
+//     "_", ".", ":" and "-", at most 128 in all. A tool's name that breaks
+//     the rule is declared as ToolName maps it (the characters refused
+//     replaced by "_", cut, plus ten hex digits of its SHA-256:
+//     deterministic, and never another tool's name; a tool whose mapped
+//     name is another tool's own is left out), Generate maps the calls the
+//     model makes by it back to the tool's name, and ToolResults answers
+//     each call under the name the model called.
 //   - Finish reasons: passed through as sent; a response without
 //     candidates (a blocked prompt) is an error naming the block reason.
 package gemini

@@ -20,15 +20,22 @@ import (
 // ExampleTools: a scope's schemas as one Gemini tool of function
 // declarations.
 func ExampleTools() {
-	tools := gemini.Tools([]runtime.ToolSchema{{
+	tools, skipped := gemini.Tools([]runtime.ToolSchema{{
 		Name:        "read",
 		Description: "Read a file",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+	}, {
+		Name: "9lives", // may not start with a digit: declared mapped
+	}, {
+		Name:       "scalar", // not an object schema: left out
+		Parameters: json.RawMessage(`{"type":"string"}`),
 	}})
 	b, _ := json.Marshal(tools)
 	fmt.Println(string(b))
+	fmt.Printf("%+v\n", skipped)
 	// Output:
-	// [{"functionDeclarations":[{"description":"Read a file","name":"read","parametersJsonSchema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}]}]
+	// [{"functionDeclarations":[{"description":"Read a file","name":"read","parametersJsonSchema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}},{"name":"_9lives_bc867356de"}]}]
+	// [{Name:scalar Reason:its parameter schema's type must be "object", got "string"}]
 }
 
 // ExampleToolResults: one user content answering every call in order (a

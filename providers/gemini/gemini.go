@@ -6,53 +6,97 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/internal/toolname"
 	"github.com/toolscope/toolscope/runtime"
 	"google.golang.org/genai"
 )
 
 // ErrInvalid is wrapped by every error of this package about bad input: a
 // turn result that does not answer its calls, a response without a
-// candidate, a bad Model configuration.
+// candidate, a reply the SDK cannot read, a bad Model configuration.
 var ErrInvalid = errors.New("gemini: invalid input")
 
 // Tools turns a scope's Schemas into one Gemini tool holding a function
-// declaration per schema, in the same order, the parameter schema passed
-// as ParametersJsonSchema exactly as Schemas gave it (JSON Schema; Gemini
-// reads it as such, not as its OpenAPI-subset Schema type). No schemas
-// give no tool.
-func Tools(schemas []runtime.ToolSchema) []*genai.Tool {
+// declaration per schema, in the same order, the name as ToolName gives it
+// and the parameter schema passed as ParametersJsonSchema exactly as
+// Schemas gave it (JSON Schema; Gemini reads it as such, not as its
+// OpenAPI-subset Schema type). A tool Gemini cannot take (a parameter
+// schema that is not an object schema, a mapped name that is another
+// tool's own name) is left out and reported in skipped, so one such tool
+// never fails the request. No schemas (or none left) give no tool.
+func Tools(schemas []runtime.ToolSchema) (tools []*genai.Tool, skipped []agent.SkippedTool) {
+	tools, _, skipped = buildTools(schemas)
+	return tools, skipped
+}
+
+// ToolName returns the name a tool named name is declared under: name
+// itself when Gemini accepts it (a letter or "_", then letters, digits,
+// "_", ".", ":" and "-", at most 128 in all); otherwise name with every
+// other character replaced by "_" (and "_" in front where it may not
+// start a name), cut to fit, followed by "_" and ten hex digits of its
+// SHA-256. It depends on name alone, so it is the same on every request.
+// Model maps the calls the model makes by such a name back to the tool's
+// name, and ToolResults answers a call under ToolName of its name: the
+// name the model called.
+func ToolName(name string) string { return toolname.Gemini.Wire(name) }
+
+func buildTools(schemas []runtime.ToolSchema) ([]*genai.Tool, *toolname.Names, []agent.SkippedTool) {
 	if len(schemas) == 0 {
-		return nil
+		return nil, nil, nil
 	}
-	decls := make([]*genai.FunctionDeclaration, len(schemas))
+	names := make([]string, len(schemas))
 	for i, s := range schemas {
-		d := &genai.FunctionDeclaration{Name: s.Name, Description: s.Description}
+		names[i] = s.Name
+	}
+	wire, m := toolname.Gemini.Assign(names)
+	decls := make([]*genai.FunctionDeclaration, 0, len(schemas))
+	var skipped []agent.SkippedTool
+	for i, s := range schemas {
+		if wire[i] == "" {
+			skipped = append(skipped, agent.SkippedTool{Name: s.Name, Reason: toolname.ErrNameTaken(toolname.Gemini, s.Name).Error()})
+			continue
+		}
+		if err := toolname.ObjectSchema(s.Parameters); err != nil {
+			skipped = append(skipped, agent.SkippedTool{Name: s.Name, Reason: err.Error()})
+			continue
+		}
+		d := &genai.FunctionDeclaration{Name: wire[i], Description: s.Description}
 		if len(s.Parameters) > 0 {
 			d.ParametersJsonSchema = s.Parameters
 		}
-		decls[i] = d
+		decls = append(decls, d)
 	}
-	return []*genai.Tool{{FunctionDeclarations: decls}}
+	if len(decls) == 0 {
+		return nil, m, skipped
+	}
+	return []*genai.Tool{{FunctionDeclarations: decls}}, m, skipped
 }
 
 // CallID is the id Calls gives the i-th function call (0-based) of the
 // model's step-th content (1-based) when the model sent none:
-// "call_<step>_<i>". Ids the model sends are kept.
+// "call_<step>_<i>", or, when the content already holds that id, the same
+// with the next index no call of the content has. Ids the model sends are
+// kept.
 func CallID(step, i int) string {
 	return "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 }
 
 // Calls returns the FunctionCall parts of a model content as turn calls, in
 // the order the model wrote them, and the content to keep in the
-// transcript: content itself when every call carries an id, otherwise a
-// copy whose calls without one carry CallID(step, i), so the transcript's
-// call and the FunctionResponse that answers it carry the same id and name
-// (Gemini matches them by id when present, by order otherwise; both hold).
-// The copy keeps every other part and field (thought signatures included).
+// transcript: content itself when every call carries an id of its own,
+// otherwise a copy whose calls without one carry CallID(step, i), so the
+// transcript's call and the FunctionResponse that answers it carry the
+// same id and name (Gemini matches them by id when present, by order
+// otherwise; both hold). A generated id skips every id the content holds,
+// and a call whose id an earlier call of the content has gets a generated
+// one too: each result answers exactly one call (agent.CheckCalls). The
+// copy keeps every other part and field (thought signatures included); the
+// content given is never modified.
 //
 // Gemini sends arguments as a JSON object the SDK decodes into a map, so
 // ArgumentsText is that map re-encoded: keys sorted, numbers as float64
@@ -62,7 +106,10 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 		return nil, nil, nil
 	}
 	var calls []runtime.TurnCall
-	var parts []*genai.Part // the copied parts, once an id had to be made
+	var parts []*genai.Part       // the copied parts, once an id had to be made
+	var present map[string]bool   // the ids the model sent, once one is needed
+	used := make(map[string]bool) // the ids given to calls so far
+	next := 0                     // the lowest index a generated id may take
 	for i, p := range content.Parts {
 		if p == nil || p.FunctionCall == nil {
 			continue
@@ -77,8 +124,19 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 			args = string(b)
 		}
 		id := fc.ID
-		if id == "" {
-			id = CallID(step, len(calls))
+		if id == "" || used[id] {
+			if present == nil {
+				present = make(map[string]bool)
+				for _, q := range content.Parts {
+					if q != nil && q.FunctionCall != nil && q.FunctionCall.ID != "" {
+						present[q.FunctionCall.ID] = true
+					}
+				}
+			}
+			next = max(next, len(calls))
+			for id = CallID(step, next); present[id] || used[id]; id = CallID(step, next) {
+				next++
+			}
 			if parts == nil {
 				parts = append([]*genai.Part(nil), content.Parts...)
 			}
@@ -87,6 +145,7 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 			np.FunctionCall = &nfc
 			parts[i] = &np
 		}
+		used[id] = true
 		calls = append(calls, runtime.TurnCall{ID: id, Name: fc.Name, ArgumentsText: args})
 	}
 	if parts == nil {
@@ -97,8 +156,9 @@ func Calls(content *genai.Content, step int) ([]runtime.TurnCall, *genai.Content
 
 // ToolResults turns a turn's results into the contents to append: one
 // user-role content holding one FunctionResponse part per call, in model
-// order (res.Results[i] answers calls[i]), with the call's id and name,
-// then, when the turn has contexts, a second user-role content with one
+// order (res.Results[i] answers calls[i]), with the call's id and the name
+// it was called by (ToolName of the call's name: the name the tool was
+// declared under), then, when the turn has contexts, a second user-role content with one
 // text part per context. Gemini requires the function-response content to
 // hold only the responses to the preceding call turn, so the contexts
 // cannot share it.
@@ -170,7 +230,7 @@ func response(c runtime.TurnCall, r *runtime.Result) *genai.FunctionResponse {
 		}
 	}
 	text := strings.Join(texts, "\n")
-	fr := &genai.FunctionResponse{ID: c.ID, Name: c.Name, Parts: media}
+	fr := &genai.FunctionResponse{ID: c.ID, Name: ToolName(c.Name), Parts: media}
 	if !r.IsError() {
 		fr.Response = map[string]any{"output": text}
 		return fr
@@ -266,6 +326,15 @@ type Model struct {
 	models *genai.Models
 	name   string
 	config *genai.GenerateContentConfig
+	logger *slog.Logger
+}
+
+// WithLogger returns a copy of m that reports its warnings (a tool left
+// out of a request, see Tools) to l; without it they go to slog.Default().
+func (m *Model) WithLogger(l *slog.Logger) *Model {
+	c := *m
+	c.logger = l
+	return &c
 }
 
 var _ agent.Model[*genai.Content] = (*Model)(nil)
@@ -294,32 +363,52 @@ func New(client *genai.Client, name string, config *genai.GenerateContentConfig)
 }
 
 // Config returns the config Generate sends with tools: a shallow copy of
-// the Model's config whose Tools are its own followed by Tools(tools).
+// the Model's config whose Tools are its own followed by Tools(tools) (a
+// tool Gemini cannot take left out and logged).
 func (m *Model) Config(tools []runtime.ToolSchema) *genai.GenerateContentConfig {
+	c, _ := m.configWith(tools)
+	return c
+}
+
+func (m *Model) configWith(tools []runtime.ToolSchema) (*genai.GenerateContentConfig, *toolname.Names) {
 	var c genai.GenerateContentConfig
 	if m.config != nil {
 		c = *m.config
 	}
-	if ts := Tools(tools); ts != nil {
+	ts, names, skipped := buildTools(tools)
+	if len(skipped) > 0 {
+		l := m.logger
+		if l == nil {
+			l = slog.Default()
+		}
+		for _, s := range skipped {
+			l.LogAttrs(context.Background(), slog.LevelWarn, "gemini: tool left out of the request", slog.String("tool", s.Name), slog.String("reason", s.Reason))
+		}
+	}
+	if ts != nil {
 		c.Tools = append(append(make([]*genai.Tool, 0, len(c.Tools)+1), c.Tools...), ts...)
 	}
-	return &c
+	return &c, names
 }
 
 // Generate sends one GenerateContent request and returns the first
-// candidate's content (with generated call ids, see Calls), its function
-// calls, and its finish reason as sent ("STOP", "MAX_TOKENS",
+// candidate's content (with generated call ids, see Calls; names as the
+// model wrote them), its function calls (each mapped name back to its
+// tool's name), and its finish reason as sent ("STOP", "MAX_TOKENS",
 // "MALFORMED_FUNCTION_CALL", …). A response without candidates (a blocked
 // prompt) is an error naming the block reason. The step for generated ids
 // is one more than the number of model contents in the transcript.
 func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools []runtime.ToolSchema, _ bool) (agent.Reply[*genai.Content], error) {
-	resp, err := m.models.GenerateContent(ctx, m.name, transcript, m.Config(tools))
+	config, names := m.configWith(tools)
+	resp, err := m.generate(ctx, transcript, config)
 	if err != nil {
 		return agent.Reply[*genai.Content]{}, err
 	}
-	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+	if resp == nil || len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
 		reason := "none given"
-		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+		if resp == nil {
+			reason = "the reply holds no response"
+		} else if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
 			reason = string(pf.BlockReason)
 			if pf.BlockReasonMessage != "" {
 				reason += ": " + pf.BlockReasonMessage
@@ -338,6 +427,11 @@ func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools
 	if err != nil {
 		return agent.Reply[*genai.Content]{}, err
 	}
+	if names.Mapped() {
+		for i := range calls {
+			calls[i].Name = names.Tool(calls[i].Name)
+		}
+	}
 	reply := agent.Reply[*genai.Content]{Calls: calls, StopReason: string(cand.FinishReason)}
 	if content != nil && len(content.Parts) > 0 {
 		if content.Role == "" {
@@ -346,6 +440,20 @@ func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools
 		reply.Messages = []*genai.Content{content}
 	}
 	return reply, nil
+}
+
+// generate is the SDK's GenerateContent, with a panic of the SDK turned
+// into an error: the SDK converts the reply's JSON with type assertions
+// that panic on shapes it does not expect ({"candidates":[null]} panics in
+// genai v1.77), and a model's reply is untrusted input that must not crash
+// the host.
+func (m *Model) generate(ctx context.Context, transcript []*genai.Content, config *genai.GenerateContentConfig) (resp *genai.GenerateContentResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("%w: the SDK could not read the reply: %v", ErrInvalid, p)
+		}
+	}()
+	return m.models.GenerateContent(ctx, m.name, transcript, config)
 }
 
 // ToolResults returns the contents of ToolResults.

@@ -10,6 +10,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/toolscope/toolscope/agent"
 	"github.com/toolscope/toolscope/providers/openai"
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -133,8 +134,9 @@ func chatSteps(b *testing.B, t *benchTurn) (adapter, encode func()) {
 	var msgs []oai.ChatCompletionMessageParamUnion
 	adapter = func() {
 		var err error
-		if tools, err = openai.ChatTools(t.schemas); err != nil {
-			b.Fatal(err)
+		var skipped []agent.SkippedTool
+		if tools, skipped = openai.ChatTools(t.schemas); len(skipped) != 0 {
+			b.Fatal(skipped)
 		}
 		calls := openai.ChatCalls(t.chatMsg)
 		if msgs, err = openai.ChatToolMessages(calls, t.res); err != nil {
@@ -157,9 +159,9 @@ func responsesSteps(b *testing.B, t *benchTurn) (adapter, encode func()) {
 	var tools []responses.ToolUnionParam
 	var items []responses.ResponseInputItemUnionParam
 	adapter = func() {
-		var err error
-		if tools, err = openai.ResponseTools(t.schemas); err != nil {
-			b.Fatal(err)
+		var skipped []agent.SkippedTool
+		if tools, skipped = openai.ResponseTools(t.schemas); len(skipped) != 0 {
+			b.Fatal(skipped)
 		}
 		calls := openai.ResponseCalls(t.output)
 		items = openai.ResponseInputItems(t.output)

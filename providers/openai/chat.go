@@ -3,7 +3,7 @@ package openai
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/internal/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -19,29 +20,37 @@ import (
 // (with the closed schema) where the schema lies in OpenAI's strict
 // subset, false otherwise; it is always sent explicitly.
 //
+// A tool's name is sent as ToolName gives it: as it is when OpenAI accepts
+// it (^[a-zA-Z0-9_-]{1,64}$), mapped otherwise. A tool OpenAI cannot take
+// (a parameter schema that is not an object schema, a mapped name that is
+// another tool's name) is left out and reported in skipped, so one such
+// tool never fails the request.
+//
 // The parameter schema travels as raw JSON (an extra field of the function
 // definition), so its key order reaches the API; the definition's
 // Parameters map is left empty.
-func ChatTools(schemas []runtime.ToolSchema) ([]oai.ChatCompletionToolUnionParam, error) {
+func ChatTools(schemas []runtime.ToolSchema) (tools []oai.ChatCompletionToolUnionParam, skipped []agent.SkippedTool) {
+	tools, _, skipped = chatTools(schemas)
+	return tools, skipped
+}
+
+func chatTools(schemas []runtime.ToolSchema) ([]oai.ChatCompletionToolUnionParam, *toolname.Names, []agent.SkippedTool) {
 	if len(schemas) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	tools := make([]oai.ChatCompletionToolUnionParam, len(schemas))
-	fns := make([]oai.ChatCompletionFunctionToolParam, len(schemas))
-	for i, s := range schemas {
-		params, strict, err := StrictParameters(s.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("openai: tool %q: %w", s.Name, err)
+	ps, names, skipped := prepareTools(schemas)
+	tools := make([]oai.ChatCompletionToolUnionParam, len(ps))
+	fns := make([]oai.ChatCompletionFunctionToolParam, len(ps))
+	for i, p := range ps {
+		fn := shared.FunctionDefinitionParam{Name: p.name, Strict: param.NewOpt(p.strict)}
+		if p.description != "" {
+			fn.Description = param.NewOpt(p.description)
 		}
-		fn := shared.FunctionDefinitionParam{Name: s.Name, Strict: param.NewOpt(strict)}
-		if s.Description != "" {
-			fn.Description = param.NewOpt(s.Description)
-		}
-		fn.SetExtraFields(map[string]any{"parameters": params})
+		fn.SetExtraFields(map[string]any{"parameters": p.params})
 		fns[i].Function = fn
 		tools[i].OfFunction = &fns[i]
 	}
-	return tools, nil
+	return tools, names, skipped
 }
 
 // ChatCalls returns the tool calls of an assistant message as turn calls,
@@ -112,6 +121,7 @@ type ChatModel struct {
 	client  *oai.Client
 	params  oai.ChatCompletionNewParams
 	options []option.RequestOption
+	logger  *slog.Logger
 }
 
 var _ agent.Model[oai.ChatCompletionMessageParamUnion] = (*ChatModel)(nil)
@@ -124,11 +134,21 @@ func NewChatModel(client *oai.Client, params oai.ChatCompletionNewParams, opts .
 	return &ChatModel{client: client, params: params, options: opts}
 }
 
+// WithLogger returns a copy of m that reports its warnings (a tool left
+// out of a request, see ChatTools) to l; without it they go to
+// slog.Default().
+func (m *ChatModel) WithLogger(l *slog.Logger) *ChatModel {
+	c := *m
+	c.logger = l
+	return &c
+}
+
 // ErrNoChoice reports a chat completion without a choice.
 var ErrNoChoice = errors.New("openai: chat completion has no choices")
 
 // Generate asks for the next assistant message. It returns that message
-// (as the param the next request sends), its tool calls (ChatCalls) and
+// (as the param the next request sends, names as the model wrote them),
+// its tool calls (ChatCalls, each mapped name back to its tool's name) and
 // the finish reason as sent ("stop", "tool_calls", "length", ...). With
 // n > 1 only the first choice is used.
 func (m *ChatModel) Generate(ctx context.Context, transcript []oai.ChatCompletionMessageParamUnion, tools []runtime.ToolSchema, parallel bool) (agent.Reply[oai.ChatCompletionMessageParamUnion], error) {
@@ -139,23 +159,25 @@ func (m *ChatModel) Generate(ctx context.Context, transcript []oai.ChatCompletio
 	p := m.params
 	p.Messages = transcript
 	p.Tools, p.ParallelToolCalls = nil, param.Opt[bool]{}
+	var names *toolname.Names
 	if len(tools) > 0 {
-		t, err := ChatTools(tools)
-		if err != nil {
-			return reply, err
+		t, n, skipped := chatTools(tools)
+		warnSkipped(m.logger, skipped)
+		names = n
+		if len(t) > 0 {
+			p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
 		}
-		p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
 	}
 	resp, err := m.client.Chat.Completions.New(ctx, p, m.options...)
 	if err != nil {
 		return reply, err
 	}
-	if len(resp.Choices) == 0 {
-		return reply, ErrNoChoice
+	if resp == nil || len(resp.Choices) == 0 {
+		return reply, ErrNoChoice // a body of null decodes to no completion at all
 	}
 	choice := resp.Choices[0]
 	reply.Messages = []oai.ChatCompletionMessageParamUnion{choice.Message.ToParam()}
-	reply.Calls = ChatCalls(choice.Message)
+	reply.Calls = toolNames(names, ChatCalls(choice.Message))
 	reply.StopReason = choice.FinishReason
 	return reply, nil
 }

@@ -26,7 +26,8 @@
 // # The pieces
 //
 // The mapping functions are exported for loops of one's own:
-// ChatTools/ResponseTools (schemas → function tools), ChatCalls and
+// ChatTools/ResponseTools (schemas → function tools, names as ToolName
+// gives them, and the tools left out), ChatCalls and
 // ResponseCalls (model output → runtime.TurnCall, ids and argument text
 // exactly as sent; R91 decides what empty or invalid text means),
 // ChatToolMessages/ResponseToolOutputs (a TurnResult → tool messages or
@@ -45,6 +46,19 @@
 //
 // # What OpenAI cannot carry, and how it is mapped
 //
+//   - Tool names OpenAI refuses: a function name must match
+//     ^[a-zA-Z0-9_-]{1,64}$, and one name that does not fails the whole
+//     request, while a tool's name may have dots and run to 128 characters
+//     (MCP names). Such a name is sent as ToolName maps it (the
+//     characters OpenAI refuses replaced by "_", cut, plus ten hex digits
+//     of its SHA-256: deterministic, and never another tool's name), and
+//     Generate maps the calls the model makes by it back to the tool's
+//     name; the transcript keeps the name the model wrote.
+//   - Tools OpenAI cannot take at all: a parameter schema that is not an
+//     object schema, or a mapped name that is another tool's own name. The
+//     tool is left out of the request (ChatTools and ResponseTools report
+//     it; the models log a warning, see WithLogger) and the run proceeds
+//     with the others.
 //   - Non-text content in Chat Completions tool messages: tool messages
 //     are text only. Text blocks are joined by newlines; an image block
 //     becomes a placeholder line ("[image: <url>]" or
@@ -77,7 +91,10 @@
 //   - Nothing is ever dropped: ChatToolMessages and ResponseToolOutputs
 //     refuse a TurnResult that does not hold exactly one result per call,
 //     and a turn aborted by its ctx still answers every call (the ones
-//     never started with ABORTED_BEFORE_DISPATCH).
+//     never started with ABORTED_BEFORE_DISPATCH). A reply with a call
+//     that has no id (or an id another of its calls has) cannot be
+//     answered: agent.Run refuses it before any call runs
+//     (agent.ErrInvalidReply).
 //
 // # Example
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -12,33 +13,38 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/internal/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
 
 // ResponseTools turns a scope's Schemas into Responses API function tools,
 // in the same order, with the strict flag and schema of StrictParameters
 // (always sent; the API requires it). As in ChatTools the schema travels
-// as raw JSON so its key order is kept, and Parameters is left empty.
-func ResponseTools(schemas []runtime.ToolSchema) ([]responses.ToolUnionParam, error) {
+// as raw JSON so its key order is kept, and Parameters is left empty; and
+// as in ChatTools names are sent as ToolName gives them, and a tool OpenAI
+// cannot take is left out and reported in skipped.
+func ResponseTools(schemas []runtime.ToolSchema) (tools []responses.ToolUnionParam, skipped []agent.SkippedTool) {
+	tools, _, skipped = responseTools(schemas)
+	return tools, skipped
+}
+
+func responseTools(schemas []runtime.ToolSchema) ([]responses.ToolUnionParam, *toolname.Names, []agent.SkippedTool) {
 	if len(schemas) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	tools := make([]responses.ToolUnionParam, len(schemas))
-	fns := make([]responses.FunctionToolParam, len(schemas))
-	for i, s := range schemas {
-		params, strict, err := StrictParameters(s.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("openai: tool %q: %w", s.Name, err)
-		}
+	ps, names, skipped := prepareTools(schemas)
+	tools := make([]responses.ToolUnionParam, len(ps))
+	fns := make([]responses.FunctionToolParam, len(ps))
+	for i, p := range ps {
 		fn := &fns[i]
-		fn.Name, fn.Strict = s.Name, param.NewOpt(strict)
-		if s.Description != "" {
-			fn.Description = param.NewOpt(s.Description)
+		fn.Name, fn.Strict = p.name, param.NewOpt(p.strict)
+		if p.description != "" {
+			fn.Description = param.NewOpt(p.description)
 		}
-		fn.SetExtraFields(map[string]any{"parameters": params})
+		fn.SetExtraFields(map[string]any{"parameters": p.params})
 		tools[i].OfFunction = fn
 	}
-	return tools, nil
+	return tools, names, skipped
 }
 
 // ResponseCalls returns the function_call items of a response's output as
@@ -170,6 +176,7 @@ type ResponsesModel struct {
 	client  *oai.Client
 	params  responses.ResponseNewParams
 	options []option.RequestOption
+	logger  *slog.Logger
 }
 
 var _ agent.Model[responses.ResponseInputItemUnionParam] = (*ResponsesModel)(nil)
@@ -183,6 +190,18 @@ func NewResponsesModel(client *oai.Client, params responses.ResponseNewParams, o
 	return &ResponsesModel{client: client, params: params, options: opts}
 }
 
+// WithLogger returns a copy of m that reports its warnings (a tool left
+// out of a request, see ResponseTools) to l; without it they go to
+// slog.Default().
+func (m *ResponsesModel) WithLogger(l *slog.Logger) *ResponsesModel {
+	c := *m
+	c.logger = l
+	return &c
+}
+
+// ErrNoResponse reports a reply whose body holds no response (null).
+var ErrNoResponse = errors.New("openai: the reply holds no response")
+
 // ResponseFailedError reports a response whose status is "failed".
 type ResponseFailedError struct {
 	Code, Message string
@@ -193,7 +212,8 @@ func (e *ResponseFailedError) Error() string {
 }
 
 // Generate asks for the next response. It returns the response's output as
-// input items, its function calls (ResponseCalls) and, as the stop reason,
+// input items, its function calls (ResponseCalls, each mapped name back to
+// its tool's name) and, as the stop reason,
 // the response status ("completed"), or for an incomplete response the
 // reason it gives ("max_output_tokens", "content_filter", ...). A failed
 // response is a *ResponseFailedError.
@@ -205,22 +225,27 @@ func (m *ResponsesModel) Generate(ctx context.Context, transcript []responses.Re
 	p := m.params
 	p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: transcript}
 	p.Tools, p.ParallelToolCalls = nil, param.Opt[bool]{}
+	var names *toolname.Names
 	if len(tools) > 0 {
-		t, err := ResponseTools(tools)
-		if err != nil {
-			return reply, err
+		t, n, skipped := responseTools(tools)
+		warnSkipped(m.logger, skipped)
+		names = n
+		if len(t) > 0 {
+			p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
 		}
-		p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
 	}
 	resp, err := m.client.Responses.New(ctx, p, m.options...)
 	if err != nil {
 		return reply, err
 	}
+	if resp == nil {
+		return reply, ErrNoResponse // a body of null decodes to no response at all
+	}
 	if resp.Status == responses.ResponseStatusFailed {
 		return reply, &ResponseFailedError{Code: string(resp.Error.Code), Message: resp.Error.Message}
 	}
 	reply.Messages = ResponseInputItems(resp.Output)
-	reply.Calls = ResponseCalls(resp.Output)
+	reply.Calls = toolNames(names, ResponseCalls(resp.Output))
 	reply.StopReason = string(resp.Status)
 	if resp.Status == responses.ResponseStatusIncomplete && resp.IncompleteDetails.Reason != "" {
 		reply.StopReason = resp.IncompleteDetails.Reason
