@@ -16,6 +16,12 @@ import (
 // execKey is the ctx key of the execution a ctx belongs to.
 type execKey struct{}
 
+// regExecKey is the ctx key of the nearest execution of one registry in a
+// ctx's chain: a ctx that passed through another registry (a body of
+// registry 1 calls registry 2, whose body calls back into registry 1)
+// carries both, and each registry finds its own (R51).
+type regExecKey struct{ r *Registry }
+
 // execCtx is an execution's own ctx: the caller's (or the turn's), plus the
 // execution for ExecutionFromContext. It lives inside the execState.
 type execCtx struct {
@@ -25,10 +31,21 @@ type execCtx struct {
 
 // Value implements context.Context.
 func (c *execCtx) Value(key any) any {
-	if _, ok := key.(execKey); ok {
-		return c.s
+	return execValue(c.s, c.Context, key)
+}
+
+// execValue answers a ctx's Value for key when the ctx carries s: s for
+// execKey and for s's registry's regExecKey, else what parent says.
+func execValue(s *execState, parent context.Context, key any) any {
+	switch k := key.(type) {
+	case execKey:
+		return s
+	case regExecKey:
+		if k.r == s.reg {
+			return s
+		}
 	}
-	return c.Context.Value(key)
+	return parent.Value(key)
 }
 
 // String names the ctx in debugging output.
@@ -40,6 +57,15 @@ func execOf(ctx context.Context) *execState {
 		return nil
 	}
 	s, _ := ctx.Value(execKey{}).(*execState)
+	return s
+}
+
+// execIn returns the nearest execution of r that ctx belongs to, or nil.
+func (r *Registry) execIn(ctx context.Context) *execState {
+	if ctx == nil {
+		return nil
+	}
+	s, _ := ctx.Value(regExecKey{r}).(*execState)
 	return s
 }
 
@@ -55,15 +81,13 @@ func ExecutionFromContext(ctx context.Context) (Execution, bool) {
 }
 
 // inferParent returns the call's parent — call.Parent, or when it is zero
-// the execution of this registry that ctx belongs to (an explicit Parent
+// the nearest execution of this registry that ctx belongs to, however
+// many other registries' executions lie between (R51; an explicit Parent
 // always wins) — and its host: the execution it runs within for admission,
 // which is ctx's execution when there is one (the call runs inside that
 // body whatever Parent says), else the parent.
 func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execState) {
-	in := execOf(ctx)
-	if in != nil && in.reg != r {
-		in = nil
-	}
+	in := r.execIn(ctx)
 	if parent.IsZero() {
 		parent = Token{in}
 	}
