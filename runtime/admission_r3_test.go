@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,3 +60,231 @@ var (
 	_ = assert.Equal
 	_ = require.NoError
 )
+
+// overlapTool is an exclusive tool whose first body holds until release;
+// every body records whether it overlapped another.
+type overlapTool struct {
+	running, entered atomic.Int32
+	overlap          atomic.Bool
+	first, release   chan struct{}
+}
+
+func newOverlapTool() *overlapTool {
+	return &overlapTool{first: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (o *overlapTool) def(name string) runtime.Definition {
+	return nestTool(name, false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		if o.running.Add(1) > 1 {
+			o.overlap.Store(true)
+		}
+		defer o.running.Add(-1)
+		if o.entered.Add(1) == 1 {
+			close(o.first)
+			<-o.release
+		}
+		return name, nil
+	})
+}
+
+func execGo(reg *runtime.Registry, ctx context.Context, call runtime.Call) <-chan *runtime.Result {
+	ch := make(chan *runtime.Result, 1)
+	go func() { ch <- reg.Execute(ctx, call) }()
+	return ch
+}
+
+// R6: exclusive calls through a disposed scope's handle, or by the key of a
+// disposed child scope, are serialized exactly like those of a key never
+// created: one at a time.
+func TestScope_R6_DisposedScopeStillSerializesExclusiveCalls(t *testing.T) {
+	for _, via := range []string{"handle", "child key", "never created"} {
+		t.Run(via, func(t *testing.T) {
+			reg := r3Reg(t)
+			s := r3Scope(t, reg, "k")
+			child, err := s.NewScope("k-child")
+			require.NoError(t, err)
+			o := newOverlapTool()
+			r3M(reg.Global().Register(o.def("e")))
+			var exec func(id string) <-chan *runtime.Result
+			switch via {
+			case "handle":
+				s.Dispose()
+				exec = func(id string) <-chan *runtime.Result {
+					return nestGo(s, context.Background(), runtime.Call{ID: id, Name: "e"})
+				}
+			case "child key":
+				child.Dispose()
+				exec = func(id string) <-chan *runtime.Result {
+					return execGo(reg, context.Background(), runtime.Call{ID: id, Name: "e", Agent: "k-child"})
+				}
+			default:
+				exec = func(id string) <-chan *runtime.Result {
+					return execGo(reg, context.Background(), runtime.Call{ID: id, Name: "e", Agent: "never"})
+				}
+			}
+			a := exec("a")
+			nestAwait(t, o.first)
+			b := exec("b")
+			eventually(t, func() bool { return runtime.QueuedForTest(reg) >= 1 || o.entered.Load() >= 2 })
+			close(o.release)
+			nestOK(t, nestAwait(t, a))
+			nestOK(t, nestAwait(t, b))
+			assert.False(t, o.overlap.Load(), "two exclusive calls of the key ran at once")
+		})
+	}
+}
+
+// R7, N1: Dispose does not admit a call waiting for admission beside the
+// exclusive call already running in the scope.
+func TestScope_R7_DisposeKeepsWaitingExclusiveCallWaiting(t *testing.T) {
+	reg := r3Reg(t)
+	s := r3Scope(t, reg, "k")
+	o := newOverlapTool()
+	r3M(reg.Global().Register(o.def("e")))
+	a := nestGo(s, context.Background(), runtime.Call{ID: "a", Name: "e"})
+	nestAwait(t, o.first)
+	b := nestGo(s, context.Background(), runtime.Call{ID: "b", Name: "e"})
+	eventually(t, func() bool { return runtime.QueuedOnScopeForTest(s) })
+	s.Dispose()
+	// Give a wrongful admission the chance to show (the pass does not
+	// depend on this wait: b may not run before a ends).
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) && o.entered.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(o.release)
+	nestOK(t, nestAwait(t, a))
+	nestOK(t, nestAwait(t, b))
+	assert.False(t, o.overlap.Load(), "Dispose admitted a waiting exclusive call beside the running one")
+}
+
+// N2, R7: Dispose leaves no stale exclusive mark. X (exclusive) runs in k;
+// A (exclusive, global) nests a parallel call w into k, which waits for X;
+// P (parallel) queues in k; k is disposed; P (if admitted) nests an
+// exclusive global call u, which waits for A. Once X ends, w runs (beside
+// P), A ends, u runs and P ends: nobody waits for its ctx to end.
+func TestNested_N2_DisposeLeavesNoStaleExclusiveMark(t *testing.T) {
+	reg := r3Reg(t)
+	k := r3Scope(t, reg, "k")
+	xIn, xRelease := make(chan struct{}), make(chan struct{})
+	r3M(k.Register(nestTool("x", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		close(xIn)
+		<-xRelease
+		return "x", nil
+	})))
+	r3M(reg.Global().Register(nestTool("w", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return "w", nil
+	})))
+	r3M(reg.Global().Register(nestTool("u", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return "u", nil
+	})))
+	r3M(reg.Global().Register(nestTool("a", false, func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+		return "a", resErr(k.Execute(ctx, runtime.Call{ID: "w", Name: "w"}))
+	})))
+	r3M(reg.Global().Register(nestTool("p", true, func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+		return "p", resErr(reg.Execute(ctx, runtime.Call{ID: "u", Name: "u"}))
+	})))
+	// Bounded: before the fix every call below waited until this ended.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	x := nestGo(k, ctx, runtime.Call{ID: "x", Name: "x"})
+	nestAwait(t, xIn)
+	a := execGo(reg, ctx, runtime.Call{ID: "a", Name: "a"})
+	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 }) // w waits for X
+	p := nestGo(k, ctx, runtime.Call{ID: "p", Name: "p"})
+	eventually(t, func() bool { return runtime.QueuedOnScopeForTest(k) }) // P waits
+	k.Dispose()
+	// If Dispose admitted P, let it nest u (which waits for A) first.
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) && runtime.NestWaitersForTest(reg) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(xRelease)
+	nestOK(t, nestAwait(t, x))
+	nestOK(t, nestAwait(t, a))
+	nestOK(t, nestAwait(t, p))
+}
+
+// N6: a waiter that left the queue (its ctx ended) stops counting against
+// WithMaxQueued at once, even behind a head that is still waiting.
+func TestOverload_N6_WaiterThatLeftStopsCounting(t *testing.T) {
+	reg := r3Reg(t, runtime.WithMaxQueued(2))
+	s := r3Scope(t, reg, "s")
+	o := newOverlapTool()
+	r3M(s.Register(o.def("e")))
+	h := nestGo(s, context.Background(), runtime.Call{ID: "h", Name: "e"})
+	nestAwait(t, o.first)
+	w0 := nestGo(s, context.Background(), runtime.Call{ID: "w0", Name: "e"})
+	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	w1 := nestGo(s, ctx, runtime.Call{ID: "w1", Name: "e"})
+	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 2 })
+	cancel()
+	assert.Equal(t, runtime.CodeAbortedBeforeDispatch, nestAwait(t, w1).Code())
+	assert.EqualValues(t, 1, runtime.QueuedForTest(reg), "the waiter that left still counts")
+	w2 := nestGo(s, context.Background(), runtime.Call{ID: "w2", Name: "e"})
+	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 2 || len(w2) > 0 })
+	close(o.release)
+	nestOK(t, nestAwait(t, h))
+	nestOK(t, nestAwait(t, w0))
+	nestOK(t, nestAwait(t, w2))
+}
+
+// N6: nested calls waiting for admission count against WithMaxQueued and
+// in the toolscope.calls.queued gauge (QueuedForTest reads what the gauge
+// reports).
+func TestOverload_N6_NestedWaitersCount(t *testing.T) {
+	reg := r3Reg(t, runtime.WithMaxQueued(2))
+	s := r3Scope(t, reg, "s")
+	o := newOverlapTool()
+	r3M(s.Register(o.def("e")))
+	codes := make(chan runtime.Code, 5)
+	r3M(reg.Global().Register(nestTool("outer", true, func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+		res := s.Execute(ctx, runtime.Call{ID: "in", Name: "e"})
+		codes <- res.Code()
+		return "outer", nil
+	})))
+	h := nestGo(s, context.Background(), runtime.Call{ID: "h", Name: "e"})
+	nestAwait(t, o.first)
+	var outers []<-chan *runtime.Result
+	for i := range 2 {
+		outers = append(outers, execGo(reg, context.Background(), runtime.Call{ID: "o", Name: "outer"}))
+		eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == i+1 })
+	}
+	assert.EqualValues(t, 2, runtime.QueuedForTest(reg), "nested waiters are not counted")
+	for range 3 {
+		r := nestAwait(t, execGo(reg, context.Background(), runtime.Call{ID: "o", Name: "outer"}))
+		nestOK(t, r)
+		assert.Equal(t, runtime.CodeOverloaded, nestAwait(t, codes))
+	}
+	close(o.release)
+	nestOK(t, nestAwait(t, h))
+	for _, c := range outers {
+		nestOK(t, nestAwait(t, c))
+		assert.Equal(t, runtime.Code(""), nestAwait(t, codes))
+	}
+}
+
+// N5, N6: a call made after Close began gets CLOSED, even in a scope whose
+// queue is full.
+func TestClose_N5_ClosedWinsOverOverloaded(t *testing.T) {
+	reg, err := runtime.New(runtime.WithMaxQueued(1))
+	require.NoError(t, err)
+	s := r3Scope(t, reg, "s")
+	o := newOverlapTool()
+	r3M(s.Register(o.def("e")))
+	h := nestGo(s, context.Background(), runtime.Call{ID: "h", Name: "e"})
+	nestAwait(t, o.first)
+	w := nestGo(s, context.Background(), runtime.Call{ID: "w", Name: "e"})
+	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 1 })
+	closed := make(chan error, 1)
+	go func() { closed <- reg.Close(context.Background()) }()
+	eventually(t, func() bool {
+		return reg.Execute(context.Background(), runtime.Call{ID: "probe", Name: "e", Agent: "other"}).Code() == runtime.CodeClosed
+	})
+	assert.Equal(t, runtime.CodeClosed, s.Execute(context.Background(), runtime.Call{ID: "late", Name: "e"}).Code())
+	close(o.release)
+	nestOK(t, nestAwait(t, h))
+	nestOK(t, nestAwait(t, w))
+	require.NoError(t, nestAwait(t, closed))
+}

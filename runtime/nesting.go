@@ -202,22 +202,32 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 		return nil
 	}
 	if s.host == nil || !r.nestedCall(s) {
-		if sh.gate.TryAcquire(parallel) {
-			s.hold(sh, !parallel, true)
-			return nil
+		for retried := false; ; retried = true {
+			if sh.gate.TryAcquire(parallel) {
+				s.hold(sh, !parallel, true)
+				return nil
+			}
+			out := admitGone
+			if sup := r.supervisorFor(sh); sup != nil {
+				out = sup.admitWait(s.cx(), parallel)
+			}
+			switch out {
+			case admitCancelled:
+				return abortedBeforeDispatch()
+			case admitted:
+				s.hold(sh, !parallel, true)
+				return nil
+			}
+			// The scope was torn down before the call got in line: its key's
+			// calls are admitted like those of a key with no live scope
+			// (admission), unless that is torn down too (Close), which R7
+			// lets run unadmitted: it holds nothing and owes nothing.
+			next := r.admission(s.node)
+			if retried || next == nil || next == sh || !sh.gone.Load() {
+				return nil
+			}
+			sh = next
 		}
-		sup := r.supervisorFor(sh)
-		if sup == nil {
-			return nil // torn down: R7 lets the call run unadmitted
-		}
-		switch sup.admitWait(s.cx(), parallel) {
-		case admitCancelled:
-			return abortedBeforeDispatch()
-		case admitGone:
-			return nil // holds nothing, owes nothing
-		}
-		s.hold(sh, !parallel, true)
-		return nil
 	}
 	return r.acquireNested(s, sh, parallel)
 }
@@ -259,6 +269,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 	}
 	w.ready = make(chan struct{})
 	n.waiters = append(n.waiters, w)
+	sh.gate.NestWaitBegin() // counts against WithMaxQueued and in the queued gauge
 	n.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -276,6 +287,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 			break
 		}
 	}
+	sh.gate.NestWaitEnd()
 	r.unwaitLocked(sh)
 	return abortedBeforeDispatch()
 }
@@ -370,7 +382,7 @@ func (r *Registry) releaseAdmission(s *execState) {
 	}
 	s.holding.Store(nil)
 	if s.holdSlot {
-		r.releaseOn(sh)
+		r.releaseOn(sh, s.holdExcl)
 		return
 	}
 	n := &r.nest
@@ -394,11 +406,11 @@ func (r *Registry) releaseAdmission(s *execState) {
 
 // releaseOn gives back a slot of sh's gate: one CAS when nobody waits;
 // otherwise the slot is given back here and whoever waits is looked at.
-func (r *Registry) releaseOn(sh *shell) {
-	if sh.gate.TryRelease() {
+func (r *Registry) releaseOn(sh *shell, excl bool) {
+	if sh.gate.TryRelease(excl) {
 		return
 	}
-	was := sh.gate.Release()
+	was := sh.gate.Release(excl)
 	if was.NestWaiting() {
 		r.nest.mu.Lock()
 		r.recheckLocked()
@@ -427,6 +439,7 @@ func (r *Registry) recheckLocked() {
 		if r.tryNested(w) {
 			w.done = true
 			close(w.ready)
+			w.sh.gate.NestWaitEnd()
 			r.unwaitLocked(w.sh)
 			continue
 		}
