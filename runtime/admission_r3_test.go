@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,4 +289,133 @@ func TestClose_N5_ClosedWinsOverOverloaded(t *testing.T) {
 	nestOK(t, nestAwait(t, h))
 	nestOK(t, nestAwait(t, w))
 	require.NoError(t, nestAwait(t, closed))
+}
+
+// entryLog records the order in which bodies start.
+type entryLog struct {
+	mu sync.Mutex
+	ev []string
+}
+
+func (l *entryLog) add(s string) {
+	l.mu.Lock()
+	l.ev = append(l.ev, s)
+	l.mu.Unlock()
+}
+
+func (l *entryLog) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.ev, s)
+}
+
+func (l *entryLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.ev...)
+}
+
+// N1: a nested call with no ancestor holding the scope does not overtake
+// the calls waiting in it (first come, first served): a top-level exclusive
+// call of s waiting behind a parallel call nested from scope t is admitted
+// once the calls running when it arrived have ended, before a nested
+// parallel call that arrived after it — whether it waits at the top level
+// or, nested, inside its own parallel ancestor.
+func TestNested_N1_NestedCallDoesNotStarveWaitingCalls(t *testing.T) {
+	for _, waiter := range []string{"top-level exclusive", "nested exclusive inside its parallel ancestor"} {
+		t.Run(waiter, func(t *testing.T) {
+			reg := r3Reg(t)
+			s, ts := r3Scope(t, reg, "s"), r3Scope(t, reg, "t")
+			log := &entryLog{}
+			p1In, p1Release := make(chan struct{}), make(chan struct{})
+			r3M(s.Register(nestTool("p", true, func(_ context.Context, args json.RawMessage, _ *runtime.RunContext) (any, error) {
+				var a struct{ ID string }
+				_ = json.Unmarshal(args, &a)
+				log.add(a.ID)
+				if a.ID == "p1" {
+					close(p1In)
+					<-p1Release
+				}
+				return a.ID, nil
+			})))
+			r3M(s.Register(nestTool("x", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+				log.add("x")
+				return "x", nil
+			})))
+			r3M(s.Register(nestTool("q", true, func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+				log.add("q")
+				return "q", resErr(s.Execute(ctx, runtime.Call{ID: "x", Name: "x"}))
+			})))
+			r3M(ts.Register(nestTool("b", true, func(ctx context.Context, args json.RawMessage, _ *runtime.RunContext) (any, error) {
+				var a map[string]any
+				_ = json.Unmarshal(args, &a)
+				return "b", resErr(s.Execute(ctx, runtime.Call{ID: "p", Name: "p", Arguments: a}))
+			})))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			b1 := nestGo(ts, ctx, runtime.Call{ID: "b1", Name: "b", Arguments: map[string]any{"ID": "p1"}})
+			nestAwait(t, p1In)
+			var w <-chan *runtime.Result
+			if waiter == "top-level exclusive" {
+				w = nestGo(s, ctx, runtime.Call{ID: "x", Name: "x"})
+				eventually(t, func() bool { return runtime.QueuedOnScopeForTest(s) })
+			} else {
+				w = nestGo(s, ctx, runtime.Call{ID: "q", Name: "q"})
+				eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 })
+			}
+			b2 := nestGo(ts, ctx, runtime.Call{ID: "b2", Name: "b", Arguments: map[string]any{"ID": "p2"}})
+			// p2 either starts (overtaking x: the defect) or waits in line.
+			eventually(t, func() bool {
+				return log.has("p2") || runtime.QueuedForTest(reg) == 2 || (waiter != "top-level exclusive" && runtime.QueuedOnScopeForTest(s))
+			})
+			assert.False(t, log.has("p2"), "a nested call overtook the waiting exclusive call")
+			close(p1Release)
+			nestOK(t, nestAwait(t, b1))
+			nestOK(t, nestAwait(t, w))
+			nestOK(t, nestAwait(t, b2))
+			ev := log.get()
+			assert.Less(t, slices.Index(ev, "x"), slices.Index(ev, "p2"), "order %v", ev)
+		})
+	}
+}
+
+// N2: a nested call skips the calls that wait for its own ancestor. A
+// holds t exclusively; in s, P runs and its nested call into t waits for
+// A; X (exclusive) waits in s behind P. A's nested parallel call n into s
+// runs at once beside P — waiting behind X would wait for A itself.
+func TestNested_N2_NestedCallSkipsCallsWaitingForItsAncestor(t *testing.T) {
+	reg := r3Reg(t)
+	s, ts := r3Scope(t, reg, "s"), r3Scope(t, reg, "t")
+	aIn, goN, pIn := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	r3M(ts.Register(nestTool("a", false, func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+		close(aIn)
+		<-goN
+		return "a", resErr(s.Execute(ctx, runtime.Call{ID: "n", Name: "n"}))
+	})))
+	r3M(ts.Register(nestTool("tin", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return "tin", nil
+	})))
+	r3M(s.Register(nestTool("pp", true, func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+		close(pIn)
+		return "pp", resErr(ts.Execute(ctx, runtime.Call{ID: "tin", Name: "tin"}))
+	})))
+	r3M(s.Register(nestTool("n", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return "n", nil
+	})))
+	r3M(s.Register(nestTool("xx", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return "xx", nil
+	})))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a := nestGo(ts, ctx, runtime.Call{ID: "a", Name: "a"})
+	nestAwait(t, aIn)
+	p := nestGo(s, ctx, runtime.Call{ID: "p", Name: "pp"})
+	nestAwait(t, pIn)
+	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 }) // tin waits for A
+	x := nestGo(s, ctx, runtime.Call{ID: "x", Name: "xx"})
+	eventually(t, func() bool { return runtime.QueuedOnScopeForTest(s) })
+	close(goN)
+	nestOK(t, nestAwait(t, a))
+	nestOK(t, nestAwait(t, p))
+	nestOK(t, nestAwait(t, x))
 }

@@ -12,8 +12,10 @@
 // goroutines, no clocks here: the actor drives the Queue.
 //
 // Nested calls (a call made inside the dispatch of another, issue 11) are
-// decided by the runtime under its own lock, not by this queue: they take
-// a slot ahead of the queue when they fit (TryAcquireNested), or run
+// decided by the runtime under its own lock: one that needs a slot takes
+// it first come, first served like any call (TryAcquireFirst, then the
+// queue), or, when the calls ahead wait for one of its ancestors, ahead of
+// the queue as soon as it fits (TryAcquireNested); others run
 // inside an ancestor's slot, marking the gate while a nested exclusive call
 // runs (HoldIfAlone, ClearHold) or a nested call waits (SetNestWait,
 // ClearNestWait). Either mark turns the fast paths off and keeps calls that
@@ -135,11 +137,26 @@ func (g *Gate) Release(excl bool) Word {
 	}
 }
 
+// TryAcquireFirst admits a call at once when nobody waits and it fits, as
+// TryAcquire does, but leaves the gate as it was when it fails: the caller
+// decides first whether it waits in line (then TryAcquire) or not.
+func (g *Gate) TryAcquireFirst(parallel bool) bool {
+	for {
+		s := g.w.Load()
+		if s&waiting != 0 || !fits(s, parallel) {
+			return false
+		}
+		if g.w.CompareAndSwap(s, admitted(s, parallel)) {
+			return true
+		}
+	}
+}
+
 // TryAcquireNested admits a nested call that needs a slot of its own (it
-// has no ancestor holding this gate) ahead of the queue: a nested call's
-// ancestors hold admissions elsewhere, so making it wait behind calls that
-// are not nested could wait for those very ancestors. It fails only when
-// the call does not fit what runs now.
+// has no ancestor holding this gate) ahead of the queue, when the runtime
+// found that the calls waiting here wait for one of its ancestors (waiting
+// behind them would wait for itself). It fails only when the call does not
+// fit what runs now.
 func (g *Gate) TryAcquireNested(parallel bool) bool {
 	for {
 		s := g.w.Load()
@@ -238,6 +255,9 @@ const (
 	waiterAdmitted
 	waiterCancelled
 )
+
+// Waiting reports that w is neither admitted nor gone.
+func (w *Waiter) Waiting() bool { return w.state.Load() == waiterWaiting }
 
 // Cancel takes w out of the queue: true means it will never be admitted
 // (the supervisor drops it when it reaches it; the caller should Kick the
