@@ -203,9 +203,10 @@ func (sup *supervisor) apply(ops []supOp) {
 	}
 }
 
-// Stopped implements actorsys.SupervisorHost. After stop (the scope is torn
-// down) it drains: every waiter is admitted (R7 lets calls in flight
-// finish), pending turns start. Otherwise protoactor stopped the actor
+// Stopped implements actorsys.SupervisorHost. Once stopped for good (retired
+// with nobody left in line, or unable to respawn) it drains: any waiter
+// still there is admitted (fail open, as R7 lets calls in flight finish),
+// pending turns start. Otherwise protoactor stopped the actor
 // behind our back: respawn it; its Started takes the inbox, including
 // anything its predecessor's mailbox dropped.
 //
@@ -243,12 +244,14 @@ func wake(ws []*admit.Waiter) {
 	}
 }
 
-// retire is stop for a scope torn down with calls perhaps still in line:
-// they keep their order and the scope's exclusivity (an exclusive call
-// still running is not joined by a waiter, R7, N1), and the actor stops
-// once the queue is empty (Step).
+// retire stops the supervisor of a scope torn down, calls perhaps still in
+// line: they keep their order and the scope's exclusivity (an exclusive
+// call still running is not joined by a waiter, R7, N1), and the actor
+// stops once the queue is empty (Step).
 //
-// With nobody in line it stops at once, as stop does. Otherwise it sends
+// With nobody in line it stops at once: the poison is sent outside the
+// mutex (see post); if the incarnation it goes to dies first, its Stopped
+// finds stopped set and drains instead of respawning. Otherwise it sends
 // nothing (a wake could be a dead letter heard, on this goroutine, by a
 // subscriber that disposes the scope again): whatever empties the queue —
 // a release, a waiter leaving — runs a Step, which stops the actor. The
@@ -262,22 +265,6 @@ func (sup *supervisor) retire() {
 	}
 	sup.retiring = true
 	if len(sup.inbox) != 0 || sup.gate.Load().Queued() {
-		sup.mu.Unlock()
-		return
-	}
-	sup.stopped = true
-	pid := sup.pid
-	sup.mu.Unlock()
-	sup.reg.poisonActor(pid)
-}
-
-// stop asks the actor to stop once it has taken what is queued; its
-// Stopped then drains. The poison is sent outside the mutex (see post); if
-// the incarnation it goes to dies first, its Stopped finds stopped set and
-// drains instead of respawning.
-func (sup *supervisor) stop() {
-	sup.mu.Lock()
-	if sup.stopped {
 		sup.mu.Unlock()
 		return
 	}
