@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -236,7 +238,9 @@ func TestOverload_N6_WaiterThatLeftStopsCounting(t *testing.T) {
 // in the toolscope.calls.queued gauge (QueuedForTest reads what the gauge
 // reports).
 func TestOverload_N6_NestedWaitersCount(t *testing.T) {
-	reg := r3Reg(t, runtime.WithMaxQueued(2))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reg := r3Reg(t, runtime.WithMaxQueued(2), runtime.WithMeterProvider(mp))
 	s := r3Scope(t, reg, "s")
 	o := newOverlapTool()
 	r3M(s.Register(o.def("e")))
@@ -254,6 +258,10 @@ func TestOverload_N6_NestedWaitersCount(t *testing.T) {
 		eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == i+1 })
 	}
 	assert.EqualValues(t, 2, runtime.QueuedForTest(reg), "nested waiters are not counted")
+	queued, ok := collect(t, reader)["toolscope.calls.queued"].Data.(metricdata.Gauge[int64])
+	require.True(t, ok)
+	require.Len(t, queued.DataPoints, 1)
+	assert.EqualValues(t, 2, queued.DataPoints[0].Value, "the queued gauge")
 	for range 3 {
 		r := nestAwait(t, execGo(reg, context.Background(), runtime.Call{ID: "o", Name: "outer"}))
 		nestOK(t, r)
@@ -418,4 +426,35 @@ func TestNested_N2_NestedCallSkipsCallsWaitingForItsAncestor(t *testing.T) {
 	nestOK(t, nestAwait(t, a))
 	nestOK(t, nestAwait(t, p))
 	nestOK(t, nestAwait(t, x))
+}
+
+// N6: a nested exclusive call waiting inside its parallel ancestor (for a
+// sibling to end) counts against WithMaxQueued like a call in line.
+func TestOverload_N6_NestedWaiterInsideItsAncestorCounts(t *testing.T) {
+	reg := r3Reg(t, runtime.WithMaxQueued(1))
+	s := r3Scope(t, reg, "s")
+	sibIn, sibRelease := make(chan struct{}), make(chan struct{})
+	r3M(s.Register(nestTool("sib", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		close(sibIn)
+		<-sibRelease
+		return "sib", nil
+	})))
+	r3M(s.Register(nestTool("x", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		return "x", nil
+	})))
+	r3M(s.Register(nestTool("p", true, func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
+		return "p", resErr(s.Execute(ctx, runtime.Call{ID: "x", Name: "x"}))
+	})))
+	sib := nestGo(s, context.Background(), runtime.Call{ID: "sib", Name: "sib"})
+	nestAwait(t, sibIn)
+	p := nestGo(s, context.Background(), runtime.Call{ID: "p", Name: "p"})
+	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 })
+	assert.EqualValues(t, 1, runtime.QueuedForTest(reg))
+	// Bounded: before the fix the call was not rejected and waited.
+	lctx, lcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer lcancel()
+	assert.Equal(t, runtime.CodeOverloaded, nestAwait(t, nestGo(s, lctx, runtime.Call{ID: "late", Name: "x"})).Code())
+	close(sibRelease)
+	nestOK(t, nestAwait(t, sib))
+	nestOK(t, nestAwait(t, p))
 }
