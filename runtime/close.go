@@ -143,6 +143,13 @@ func (c *callCtx) release() {
 // admission queue is full (WithMaxQueued). A nil failure obliges the
 // caller to exit exactly once.
 func (r *Registry) enterCall(node *core.Node) *Result {
+	if r.closed.Load() {
+		// CLOSED before OVERLOADED: a full queue says nothing once Close began.
+		if r.metrics != nil {
+			r.metrics.recordFailure(CodeClosed)
+		}
+		return closedResult()
+	}
 	if r.cfg.maxQueued > 0 && r.overloaded(node) {
 		if r.metrics != nil {
 			r.metrics.recordFailure(CodeOverloaded)

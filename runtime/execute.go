@@ -961,10 +961,7 @@ func (c *fusedBodyCtx) Err() error {
 
 // Value implements context.Context.
 func (c *fusedBodyCtx) Value(key any) any {
-	if _, ok := key.(execKey); ok {
-		return c.s
-	}
-	return c.Context.Value(key)
+	return execValue(c.s, c.Context, key)
 }
 
 // nextBusy marks one around hook's next as running. An around hook may call

@@ -3,7 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/toolscope/toolscope/internal/admit"
 )
 
 // Every callback of an execution — hooks, guards, the approver, the body —
@@ -16,6 +19,12 @@ import (
 // execKey is the ctx key of the execution a ctx belongs to.
 type execKey struct{}
 
+// regExecKey is the ctx key of the nearest execution of one registry in a
+// ctx's chain: a ctx that passed through another registry (a body of
+// registry 1 calls registry 2, whose body calls back into registry 1)
+// carries both, and each registry finds its own (R51).
+type regExecKey struct{ r *Registry }
+
 // execCtx is an execution's own ctx: the caller's (or the turn's), plus the
 // execution for ExecutionFromContext. It lives inside the execState.
 type execCtx struct {
@@ -25,10 +34,21 @@ type execCtx struct {
 
 // Value implements context.Context.
 func (c *execCtx) Value(key any) any {
-	if _, ok := key.(execKey); ok {
-		return c.s
+	return execValue(c.s, c.Context, key)
+}
+
+// execValue answers a ctx's Value for key when the ctx carries s: s for
+// execKey and for s's registry's regExecKey, else what parent says.
+func execValue(s *execState, parent context.Context, key any) any {
+	switch k := key.(type) {
+	case execKey:
+		return s
+	case regExecKey:
+		if k.r == s.reg {
+			return s
+		}
 	}
-	return c.Context.Value(key)
+	return parent.Value(key)
 }
 
 // String names the ctx in debugging output.
@@ -40,6 +60,15 @@ func execOf(ctx context.Context) *execState {
 		return nil
 	}
 	s, _ := ctx.Value(execKey{}).(*execState)
+	return s
+}
+
+// execIn returns the nearest execution of r that ctx belongs to, or nil.
+func (r *Registry) execIn(ctx context.Context) *execState {
+	if ctx == nil {
+		return nil
+	}
+	s, _ := ctx.Value(regExecKey{r}).(*execState)
 	return s
 }
 
@@ -55,15 +84,13 @@ func ExecutionFromContext(ctx context.Context) (Execution, bool) {
 }
 
 // inferParent returns the call's parent — call.Parent, or when it is zero
-// the execution of this registry that ctx belongs to (an explicit Parent
+// the nearest execution of this registry that ctx belongs to, however
+// many other registries' executions lie between (R51; an explicit Parent
 // always wins) — and its host: the execution it runs within for admission,
 // which is ctx's execution when there is one (the call runs inside that
 // body whatever Parent says), else the parent.
 func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execState) {
-	in := execOf(ctx)
-	if in != nil && in.reg != r {
-		in = nil
-	}
+	in := r.execIn(ctx)
 	if parent.IsZero() {
 		parent = Token{in}
 	}
@@ -92,12 +119,19 @@ func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execS
 //     one of its ancestors (it sets the gate's hold mark, so nothing else is
 //     admitted until it ends);
 //   - with no ancestor holding S, it takes a slot of S's gate like any call,
-//     as soon as it fits what runs, ignoring the queue.
+//     first come, first served (N1): at once when nobody waits and it fits,
+//     else in S's queue — unless a call ahead of it waits for one of its own
+//     ancestors (N2): then it skips the line and takes a slot as soon as it
+//     fits what runs. Such a wait is a cycle through the call in line (a
+//     call in line waits, as far as the registry can tell, for every call
+//     running in S), found when the call arrives or when a later nested
+//     call starts waiting (that call then takes the one in line out of it).
 //
 // A nested call that cannot run yet waits (its ctx still ends the wait)
 // unless waiting would close a cycle: it waits for some running call h of S
 // that is not its ancestor, h cannot end before its own waiting descendant
-// v does, and so on back to one of the waiter's ancestors. Each new waiter
+// v does, and so on back to one of the waiter's ancestors (a cycle through
+// a call in line is broken by taking it out of the line instead). Each new waiter
 // is checked against the others; if it closes a cycle it gets
 // WOULD_DEADLOCK at once (two parallel siblings that both ask for a nested
 // exclusive call of their scope: the first waits for the other to end, the
@@ -125,7 +159,17 @@ type nestWaiter struct {
 	parallel bool
 	ready    chan struct{}
 	done     bool // admitted; guarded by nest.mu
+	// inLine: the call waits in the scope's queue (aw), first come, first
+	// served (N1), rather than as a nested waiter; guarded by nest.mu. It
+	// is taken out of the line (promote) when a call ahead of it turns out
+	// to wait for one of its ancestors (N2).
+	inLine bool
+	aw     *admit.Waiter
 }
+
+// live reports whether w still waits (one in line may have been admitted
+// by the queue and not yet dropped from the waiters).
+func (w *nestWaiter) live() bool { return !w.inLine || w.aw == nil || w.aw.Waiting() }
 
 // holder returns the admission s holds (nil if none) and whether it is
 // exclusive.
@@ -178,22 +222,32 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 		return nil
 	}
 	if s.host == nil || !r.nestedCall(s) {
-		if sh.gate.TryAcquire(parallel) {
-			s.hold(sh, !parallel, true)
-			return nil
+		for retried := false; ; retried = true {
+			if sh.gate.TryAcquire(parallel) {
+				s.hold(sh, !parallel, true)
+				return nil
+			}
+			out := admitGone
+			if sup := r.supervisorFor(sh); sup != nil {
+				out = sup.admitWait(s.cx(), parallel)
+			}
+			switch out {
+			case admitCancelled:
+				return abortedBeforeDispatch()
+			case admitted:
+				s.hold(sh, !parallel, true)
+				return nil
+			}
+			// The scope was torn down before the call got in line: its key's
+			// calls are admitted like those of a key with no live scope
+			// (admission), unless that is torn down too (Close), which R7
+			// lets run unadmitted: it holds nothing and owes nothing.
+			next := r.admission(s.node)
+			if retried || next == nil || next == sh || !sh.gone.Load() {
+				return nil
+			}
+			sh = next
 		}
-		sup := r.supervisorFor(sh)
-		if sup == nil {
-			return nil // torn down: R7 lets the call run unadmitted
-		}
-		switch sup.admitWait(s.cx(), parallel) {
-		case admitCancelled:
-			return abortedBeforeDispatch()
-		case admitGone:
-			return nil // holds nothing, owes nothing
-		}
-		s.hold(sh, !parallel, true)
-		return nil
 	}
 	return r.acquireNested(s, sh, parallel)
 }
@@ -212,6 +266,31 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 		sh.nest = &shellNest{}
 	}
 	w := &nestWaiter{s: s, sh: sh, parallel: parallel}
+	if !insideOf(s, sh) {
+		// No ancestor holds the scope: first come, first served (N1) — at
+		// once when nobody waits and it fits, else in line, unless a call
+		// ahead waits for one of its ancestors (N2): waiting in line would
+		// close a cycle through it.
+		if sh.gate.TryAcquireFirst(parallel) {
+			n.mu.Unlock()
+			s.hold(sh, !parallel, true)
+			return nil
+		}
+		w.inLine = true
+		if r.cycleThrough(w) == nil {
+			w.ready = make(chan struct{})
+			w.aw = &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
+			if sh.gate.TryAcquire(parallel) {
+				n.mu.Unlock()
+				s.hold(sh, !parallel, true)
+				return nil
+			}
+			n.waiters = append(n.waiters, w)
+			n.mu.Unlock()
+			return r.waitInLine(w)
+		}
+		w.inLine = false
+	}
 	if r.tryNested(w) {
 		n.mu.Unlock()
 		return nil
@@ -228,13 +307,31 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 		n.mu.Unlock()
 		return nil
 	}
-	if r.closesCycle(w) {
-		r.unwaitLocked(sh)
-		n.mu.Unlock()
-		return wouldDeadlock(s, sh)
+	// A cycle through w is broken by taking a call in line out of it (it
+	// waits only for what it conflicts with, as w does); one with nobody in
+	// line on it is a deadlock.
+	for {
+		path := r.cycleThrough(w)
+		if path == nil {
+			break
+		}
+		var u *nestWaiter
+		for _, x := range path {
+			if x.inLine && x != w {
+				u = x
+				break
+			}
+		}
+		if u == nil {
+			r.unwaitLocked(sh)
+			n.mu.Unlock()
+			return wouldDeadlock(s, sh)
+		}
+		r.promoteLocked(u)
 	}
 	w.ready = make(chan struct{})
 	n.waiters = append(n.waiters, w)
+	sh.gate.NestWaitBegin() // counts against WithMaxQueued and in the queued gauge
 	n.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -252,6 +349,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 			break
 		}
 	}
+	sh.gate.NestWaitEnd()
 	r.unwaitLocked(sh)
 	return abortedBeforeDispatch()
 }
@@ -263,6 +361,94 @@ func (r *Registry) unwaitLocked(sh *shell) {
 	if sh.nest.waiters == 0 {
 		if sh.gate.ClearNestWait().Queued() {
 			r.kick(sh)
+		}
+	}
+}
+
+// waitInLine waits for w's admission by the scope's queue (or, once
+// promoted, as a nested waiter), or for its ctx to end.
+func (r *Registry) waitInLine(w *nestWaiter) *Result {
+	n := &r.nest
+	s, sh := w.s, w.sh
+	if sup := r.supervisorFor(sh); sup == nil || !sup.post(supOp{w: w.aw}) {
+		// The scope was torn down: nobody keeps its line any more; wait as
+		// a nested call that skips it.
+		n.mu.Lock()
+		if w.inLine {
+			r.promoteLocked(w)
+		}
+		n.mu.Unlock()
+	}
+	select {
+	case <-w.aw.Ready:
+		r.admittedInLine(w)
+		return nil
+	case <-w.ready:
+		return nil
+	case <-s.cx().Done():
+	}
+	n.mu.Lock()
+	if w.done {
+		n.mu.Unlock()
+		return nil // admitted as the ctx ended: dispatch sees the ctx and aborts
+	}
+	if w.inLine {
+		if sh.gate.Leave(w.aw) {
+			r.dropWaiterLocked(w)
+			n.mu.Unlock()
+			r.kick(sh) // the waiters behind it may fit now
+			return abortedBeforeDispatch()
+		}
+		n.mu.Unlock()
+		<-w.aw.Ready // admitted as the ctx ended
+		r.admittedInLine(w)
+		return nil
+	}
+	r.dropWaiterLocked(w)
+	sh.gate.NestWaitEnd()
+	r.unwaitLocked(sh)
+	n.mu.Unlock()
+	return abortedBeforeDispatch()
+}
+
+// admittedInLine records the slot the queue gave w.
+func (r *Registry) admittedInLine(w *nestWaiter) {
+	r.nest.mu.Lock()
+	r.dropWaiterLocked(w)
+	r.nest.mu.Unlock()
+	w.s.hold(w.sh, !w.parallel, true)
+}
+
+// promoteLocked takes u, in line, out of the line: a call ahead of it waits
+// for one of its ancestors (N2). From now on it waits as a nested call that
+// needs a slot: admitted as soon as it fits what runs. Caller holds
+// nest.mu.
+func (r *Registry) promoteLocked(u *nestWaiter) {
+	if !u.sh.gate.Leave(u.aw) {
+		return // the queue admitted it meanwhile: it waits for nothing
+	}
+	u.inLine = false
+	r.kick(u.sh) // the waiters behind it may fit now
+	u.sh.gate.NestWaitBegin()
+	u.sh.nest.waiters++
+	if u.sh.nest.waiters == 1 {
+		u.sh.gate.SetNestWait()
+	}
+	if r.tryNested(u) {
+		u.done = true
+		close(u.ready)
+		u.sh.gate.NestWaitEnd()
+		r.unwaitLocked(u.sh)
+		r.dropWaiterLocked(u)
+	}
+}
+
+func (r *Registry) dropWaiterLocked(w *nestWaiter) {
+	n := &r.nest
+	for i, x := range n.waiters {
+		if x == w {
+			n.waiters = append(n.waiters[:i], n.waiters[i+1:]...)
+			return
 		}
 	}
 }
@@ -298,40 +484,43 @@ func (r *Registry) tryNested(w *nestWaiter) bool {
 	return true
 }
 
-// closesCycle reports whether w waiting would close a cycle of waits:
-// w waits for running calls of its scope that are not its ancestors; such
-// a call cannot end while one of its descendants waits, and so on. Caller
-// holds nest.mu.
-func (r *Registry) closesCycle(w *nestWaiter) bool {
-	all := append(r.nest.waiters[:len(r.nest.waiters):len(r.nest.waiters)], w)
+// cycleThrough returns the waiters on a cycle of waits through w (w
+// waiting, or about to), or nil: w waits for running calls of its scope
+// that are not its ancestors; such a call cannot end while one of its
+// descendants waits, and so on. Caller holds nest.mu.
+func (r *Registry) cycleThrough(w *nestWaiter) []*nestWaiter {
+	all := r.nest.waiters
+	if !slices.Contains(all, w) {
+		all = append(all[:len(all):len(all)], w)
+	}
 	seen := make(map[*nestWaiter]bool, len(all))
+	var path []*nestWaiter
 	var reach func(u *nestWaiter) bool
 	reach = func(u *nestWaiter) bool {
 		for _, v := range all {
-			if !blocksOn(u, v) {
+			if !v.live() || !blocksOn(u, v) {
 				continue
 			}
-			if v == w {
+			if v == w || (!seen[v] && func() bool { seen[v] = true; return reach(v) }()) {
+				path = append(path, u)
 				return true
-			}
-			if !seen[v] {
-				seen[v] = true
-				if reach(v) {
-					return true
-				}
 			}
 		}
 		return false
 	}
-	return reach(w)
+	if reach(w) {
+		return path
+	}
+	return nil
 }
 
 // blocksOn reports whether waiter u waits for a running ancestor of waiter
-// v (which cannot end before v does).
+// v (which cannot end before v does). A call in line waits, as far as
+// anyone can tell here, for every call running in its scope.
 func blocksOn(u, v *nestWaiter) bool {
 	for h := v.s.host; h != nil; h = h.host {
 		sh, excl := h.holder()
-		if sh == u.sh && (excl || !u.parallel) && !isAncestor(h, u.s) {
+		if sh == u.sh && (u.inLine || excl || !u.parallel) && !isAncestor(h, u.s) {
 			return true
 		}
 	}
@@ -346,7 +535,7 @@ func (r *Registry) releaseAdmission(s *execState) {
 	}
 	s.holding.Store(nil)
 	if s.holdSlot {
-		r.releaseOn(sh)
+		r.releaseOn(sh, s.holdExcl)
 		return
 	}
 	n := &r.nest
@@ -370,11 +559,11 @@ func (r *Registry) releaseAdmission(s *execState) {
 
 // releaseOn gives back a slot of sh's gate: one CAS when nobody waits;
 // otherwise the slot is given back here and whoever waits is looked at.
-func (r *Registry) releaseOn(sh *shell) {
-	if sh.gate.TryRelease() {
+func (r *Registry) releaseOn(sh *shell, excl bool) {
+	if sh.gate.TryRelease(excl) {
 		return
 	}
-	was := sh.gate.Release()
+	was := sh.gate.Release(excl)
 	if was.NestWaiting() {
 		r.nest.mu.Lock()
 		r.recheckLocked()
@@ -400,9 +589,10 @@ func (r *Registry) recheckLocked() {
 	n := &r.nest
 	kept := n.waiters[:0]
 	for _, w := range n.waiters {
-		if r.tryNested(w) {
+		if !w.inLine && r.tryNested(w) {
 			w.done = true
 			close(w.ready)
+			w.sh.gate.NestWaitEnd()
 			r.unwaitLocked(w.sh)
 			continue
 		}

@@ -329,8 +329,8 @@ func TestNested_R86_ExclusiveUnderParallelWaitsForSiblings(t *testing.T) {
 	// beside the parallel calls before x asks.
 	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 })
 	late := nestGo(s, context.Background(), runtime.Call{ID: "late", Name: "late"})
-	// late waits behind x (not nested).
-	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 && runtime.QueuedForTest(reg) == 1 })
+	// late waits behind x (not nested); both count as waiting (N6).
+	eventually(t, func() bool { return runtime.NestWaitersForTest(reg) == 1 && runtime.QueuedForTest(reg) == 2 })
 	select {
 	case <-p:
 		t.Fatal("the nested exclusive call finished while a parallel sibling of its parent ran")

@@ -13,7 +13,9 @@ import (
 // (OverloadedError), before any hook runs, so a flooded scope costs
 // bounded memory instead of an ever-growing queue. n = 0 (the default)
 // means unbounded. Turn dispatches are bounded by MaxParallel and are not
-// rejected, but they count as waiting.
+// rejected, but they count as waiting. Nested calls waiting for admission
+// count too; a call whose ctx ended while it waited stops counting at once.
+// After Close began a call gets CLOSED, not OVERLOADED.
 //
 // The bound is checked when a call enters; calls already past entry still
 // queue, so the queue may briefly exceed n by the number of calls entering

@@ -274,7 +274,7 @@ func (s *Scope) stop() {
 		<-wait
 	}
 	if sup := sh.sup.Load(); sup != nil {
-		sup.stop()
+		sup.retire() // the calls in line keep their order (supervisor.go)
 	}
 	if pid != nil {
 		s.reg.stopActor(pid)

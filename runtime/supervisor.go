@@ -25,9 +25,12 @@ type supervisor struct {
 	props *actor.Props
 
 	mu      sync.Mutex
-	stopped bool    // asked to stop: nothing more is accepted
-	inbox   []supOp // requests not yet taken by the actor, in order
-	spare   []supOp
+	stopped bool // asked to stop: nothing more is accepted
+	// retiring: the scope was torn down; the actor goes on admitting the
+	// calls already in line, in order, and stops once none is left.
+	retiring bool
+	inbox    []supOp // requests not yet taken by the actor, in order
+	spare    []supOp
 
 	// queue is touched only by the live actor incarnation (Step) and, once
 	// it has stopped for good, by Stopped.
@@ -43,8 +46,9 @@ type supOp struct {
 var wakeMsg = &actorsys.Wake{}
 
 // admission returns the shell whose gate admits node's dispatches: the live
-// scope's of node's key, or the global scope's for calls with no agent. nil
-// means no scope of that key is live: nothing to serialize against.
+// scope's of node's key; the global scope's for calls with no agent, and
+// for a key with no live scope (disposed, R6: a disposed key reads like a
+// key never created, whose calls have no node and are admitted here too).
 func (r *Registry) admission(node *core.Node) *shell {
 	if node == nil {
 		return r.global.shell
@@ -59,7 +63,7 @@ func (r *Registry) admission(node *core.Node) *shell {
 	}
 	r.mu.RUnlock()
 	if live == nil {
-		return nil
+		return r.global.shell
 	}
 	return live.shell
 }
@@ -106,7 +110,7 @@ func (sup *supervisor) admitWait(ctx context.Context, parallel bool) admitOutcom
 		return admitted
 	case <-ctx.Done():
 	}
-	if w.Cancel() {
+	if sup.gate.Leave(w) {
 		sup.kick() // the waiters behind it may fit now
 		return admitCancelled
 	}
@@ -174,6 +178,15 @@ func (sup *supervisor) Step() {
 	if sup.spare == nil {
 		sup.spare = ops[:0]
 	}
+	if sup.retiring && !sup.stopped && len(sup.inbox) == 0 && sup.queue.Queued() == 0 {
+		// Retired and nobody left in line: stop. A caller still on its way
+		// finds it stopped and is admitted where its key's calls now are.
+		sup.stopped = true
+		pid := sup.pid
+		sup.mu.Unlock()
+		sup.reg.poisonActor(pid)
+		return
+	}
 	sup.mu.Unlock()
 }
 
@@ -190,9 +203,10 @@ func (sup *supervisor) apply(ops []supOp) {
 	}
 }
 
-// Stopped implements actorsys.SupervisorHost. After stop (the scope is torn
-// down) it drains: every waiter is admitted (R7 lets calls in flight
-// finish), pending turns start. Otherwise protoactor stopped the actor
+// Stopped implements actorsys.SupervisorHost. Once stopped for good (retired
+// with nobody left in line, or unable to respawn) it drains: any waiter
+// still there is admitted (fail open, as R7 lets calls in flight finish),
+// pending turns start. Otherwise protoactor stopped the actor
 // behind our back: respawn it; its Started takes the inbox, including
 // anything its predecessor's mailbox dropped.
 //
@@ -230,13 +244,27 @@ func wake(ws []*admit.Waiter) {
 	}
 }
 
-// stop asks the actor to stop once it has taken what is queued; its
-// Stopped then drains. The poison is sent outside the mutex (see post); if
-// the incarnation it goes to dies first, its Stopped finds stopped set and
-// drains instead of respawning.
-func (sup *supervisor) stop() {
+// retire stops the supervisor of a scope torn down, calls perhaps still in
+// line: they keep their order and the scope's exclusivity (an exclusive
+// call still running is not joined by a waiter, R7, N1), and the actor
+// stops once the queue is empty (Step).
+//
+// With nobody in line it stops at once: the poison is sent outside the
+// mutex (see post); if the incarnation it goes to dies first, its Stopped
+// finds stopped set and drains instead of respawning. Otherwise it sends
+// nothing (a wake could be a dead letter heard, on this goroutine, by a
+// subscriber that disposes the scope again): whatever empties the queue —
+// a release, a waiter leaving — runs a Step, which stops the actor. The
+// check and the flag are under mu, as is Step's: of a Step emptying the
+// queue and this, the later one sees the other's result.
+func (sup *supervisor) retire() {
 	sup.mu.Lock()
 	if sup.stopped {
+		sup.mu.Unlock()
+		return
+	}
+	sup.retiring = true
+	if len(sup.inbox) != 0 || sup.gate.Load().Queued() {
 		sup.mu.Unlock()
 		return
 	}

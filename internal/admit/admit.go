@@ -12,13 +12,17 @@
 // goroutines, no clocks here: the actor drives the Queue.
 //
 // Nested calls (a call made inside the dispatch of another, issue 11) are
-// decided by the runtime under its own lock, not by this queue: they take
-// a slot ahead of the queue when they fit (TryAcquireNested), or run
+// decided by the runtime under its own lock: one that needs a slot takes
+// it first come, first served like any call (TryAcquireFirst, then the
+// queue), or, when the calls ahead wait for one of its ancestors, ahead of
+// the queue as soon as it fits (TryAcquireNested); others run
 // inside an ancestor's slot, marking the gate while a nested exclusive call
 // runs (HoldIfAlone, ClearHold) or a nested call waits (SetNestWait,
 // ClearNestWait). Either mark turns the fast paths off and keeps calls that
 // are not nested waiting; a waiter whose caller gives up leaves with
-// Cancel, and Kick admits whoever fits after a change made outside.
+// Gate.Leave (it stops counting at once), and Kick admits whoever fits
+// after a change made outside. A release says whether the call was
+// exclusive: the exclusive mark goes with that call.
 package admit
 
 import "sync/atomic"
@@ -49,13 +53,34 @@ const (
 // Gate is the shared admission word of one scope.
 type Gate struct {
 	w atomic.Uint64
-	// waiters counts the calls that failed the fast path and are not yet
-	// admitted (pending or queued): the load an overload bound looks at.
+	// waiters counts the calls waiting for admission: those that failed
+	// the fast path and are neither admitted nor gone (pending or queued),
+	// and the nested calls the runtime has waiting (NestWaitBegin): the
+	// load an overload bound looks at.
 	waiters atomic.Int64
 }
 
-// Waiting reports the calls waiting for admission (pending or queued).
+// Waiting reports the calls waiting for admission (pending, queued, or
+// nested and waiting).
 func (g *Gate) Waiting() int64 { return g.waiters.Load() }
+
+// NestWaitBegin counts one nested call waiting for this gate outside the
+// queue; NestWaitEnd ends it (admitted or gone).
+func (g *Gate) NestWaitBegin() { g.waiters.Add(1) }
+
+// NestWaitEnd ends one NestWaitBegin.
+func (g *Gate) NestWaitEnd() { g.waiters.Add(-1) }
+
+// Leave takes w out of the queue when its caller gives up (see
+// Waiter.Cancel): true means it will never be admitted and no longer
+// counts as waiting (at once, even behind a head that still waits).
+func (g *Gate) Leave(w *Waiter) bool {
+	if w.Cancel() {
+		g.waiters.Add(-1)
+		return true
+	}
+	return false
+}
 
 // TryAcquire admits a call at once when nobody waits and the call fits
 // (parallel: no exclusive call runs; exclusive: nothing runs). Otherwise it
@@ -78,15 +103,16 @@ func (g *Gate) TryAcquire(parallel bool) bool {
 	}
 }
 
-// TryRelease ends one admitted call when nobody is queued. It reports false
-// when the release must go through the supervisor (Queue.Release).
-func (g *Gate) TryRelease() bool {
+// TryRelease ends one admitted call (excl: the call was admitted as
+// exclusive) when nobody is queued. It reports false when the release must
+// go through the slow path (Release).
+func (g *Gate) TryRelease(excl bool) bool {
 	for {
 		s := g.w.Load()
 		if s&waiting != 0 {
 			return false
 		}
-		if g.w.CompareAndSwap(s, released(s)) {
+		if g.w.CompareAndSwap(s, released(s, excl)) {
 			return true
 		}
 	}
@@ -102,20 +128,35 @@ func (g *Gate) Running() (n int, excl bool) {
 // release: TryRelease failed) and returns the word as it was before, so the
 // caller can tell who must look again: the queue (Queued) or nested
 // waiters (NestWaiting).
-func (g *Gate) Release() Word {
+func (g *Gate) Release(excl bool) Word {
 	for {
 		s := g.w.Load()
-		if g.w.CompareAndSwap(s, released(s)) {
+		if g.w.CompareAndSwap(s, released(s, excl)) {
 			return Word(s)
 		}
 	}
 }
 
+// TryAcquireFirst admits a call at once when nobody waits and it fits, as
+// TryAcquire does, but leaves the gate as it was when it fails: the caller
+// decides first whether it waits in line (then TryAcquire) or not.
+func (g *Gate) TryAcquireFirst(parallel bool) bool {
+	for {
+		s := g.w.Load()
+		if s&waiting != 0 || !fits(s, parallel) {
+			return false
+		}
+		if g.w.CompareAndSwap(s, admitted(s, parallel)) {
+			return true
+		}
+	}
+}
+
 // TryAcquireNested admits a nested call that needs a slot of its own (it
-// has no ancestor holding this gate) ahead of the queue: a nested call's
-// ancestors hold admissions elsewhere, so making it wait behind calls that
-// are not nested could wait for those very ancestors. It fails only when
-// the call does not fit what runs now.
+// has no ancestor holding this gate) ahead of the queue, when the runtime
+// found that the calls waiting here wait for one of its ancestors (waiting
+// behind them would wait for itself). It fails only when the call does not
+// fit what runs now.
 func (g *Gate) TryAcquireNested(parallel bool) bool {
 	for {
 		s := g.w.Load()
@@ -187,11 +228,14 @@ func admitted(s uint64, parallel bool) uint64 {
 	return s
 }
 
-func released(s uint64) uint64 {
+// released ends one admitted call. The exclusive mark goes with the
+// exclusive call that set it, not with the last call: calls admitted
+// unconditionally (Drain) beside it must not keep it set.
+func released(s uint64, excl bool) uint64 {
 	if s&countMask > 0 {
 		s--
 	}
-	if s&countMask == 0 {
+	if excl || s&countMask == 0 {
 		s &^= exclusive
 	}
 	return s
@@ -211,6 +255,9 @@ const (
 	waiterAdmitted
 	waiterCancelled
 )
+
+// Waiting reports that w is neither admitted nor gone.
+func (w *Waiter) Waiting() bool { return w.state.Load() == waiterWaiting }
 
 // Cancel takes w out of the queue: true means it will never be admitted
 // (the supervisor drops it when it reaches it; the caller should Kick the
@@ -239,9 +286,10 @@ func (q *Queue) Admit(w *Waiter) []*Waiter {
 	return q.drain()
 }
 
-// Release ends one admitted call and returns the waiters admitted now.
-func (q *Queue) Release() []*Waiter {
-	q.set(released)
+// Release ends one admitted call (excl: admitted as exclusive) and returns
+// the waiters admitted now.
+func (q *Queue) Release(excl bool) []*Waiter {
+	q.set(func(s uint64) uint64 { return released(s, excl) })
 	return q.drain()
 }
 
@@ -249,10 +297,11 @@ func (q *Queue) Release() []*Waiter {
 // queue, a waiter leaving it, or the nested bits clearing).
 func (q *Queue) Kick() []*Waiter { return q.drain() }
 
+// pop drops the head; it no longer counts as waiting (a waiter that left
+// stopped counting when it left, Gate.Leave).
 func (q *Queue) pop() {
 	q.waiters[q.head] = nil
 	q.head++
-	q.G.waiters.Add(-1)
 }
 
 // Drain admits every waiter unconditionally (the supervisor is stopping;
@@ -264,10 +313,10 @@ func (q *Queue) Drain() []*Waiter {
 			out = append(out, w)
 		}
 	}
-	q.G.waiters.Add(-int64(len(q.waiters) - q.head))
+	q.G.waiters.Add(-int64(len(out)))
 	q.waiters, q.head = nil, 0
-	for range out {
-		q.set(func(s uint64) uint64 { return s + 1 })
+	for _, w := range out {
+		q.set(func(s uint64) uint64 { return admitted(s, w.Parallel) })
 	}
 	q.set(func(s uint64) uint64 { return s &^ queuedFlag })
 	return out
@@ -300,9 +349,10 @@ func (q *Queue) drain() []*Waiter {
 		}
 		q.pop()
 		if !w.state.CompareAndSwap(waiterWaiting, waiterAdmitted) {
-			q.set(released) // it left the queue meanwhile: give the slot back
+			q.set(func(s uint64) uint64 { return released(s, !w.Parallel) }) // it left the queue meanwhile: give the slot back
 			continue
 		}
+		q.G.waiters.Add(-1)
 		out = append(out, w)
 	}
 	if q.head == len(q.waiters) {

@@ -33,25 +33,25 @@ func TestGate_PendingBlocksFastPath(t *testing.T) {
 	if got := q.Admit(p); len(got) != 0 {
 		t.Fatal("parallel admitted ahead of the queued exclusive")
 	}
-	if g.TryRelease() {
+	if g.TryRelease(false) {
 		t.Fatal("release took the fast path while calls wait")
 	}
-	got := q.Release()
+	got := q.Release(false)
 	if len(got) != 1 || got[0] != e {
 		t.Fatalf("release admitted %v, want the exclusive call", got)
 	}
 	if n, excl := g.Running(); n != 1 || !excl {
 		t.Fatalf("running = %d, %v", n, excl)
 	}
-	got = q.Release()
+	got = q.Release(true)
 	if !ready(got, p) {
 		t.Fatal("parallel call not admitted after the exclusive one")
 	}
 	// Queue empty, nothing pending: the fast path is back.
-	if !g.TryRelease() {
+	if !g.TryRelease(false) {
 		t.Fatal("fast release should work again")
 	}
-	if !g.TryAcquire(false) || !g.TryRelease() {
+	if !g.TryAcquire(false) || !g.TryRelease(true) {
 		t.Fatal("fast exclusive acquire/release should work on an idle gate")
 	}
 }

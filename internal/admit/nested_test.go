@@ -20,17 +20,17 @@ func TestQueue_CancelledWaiterIsSkipped(t *testing.T) {
 			t.Fatal("admitted while an exclusive call runs")
 		}
 	}
-	if !excl.Cancel() {
+	if !g.Leave(excl) {
 		t.Fatal("a queued waiter can leave")
 	}
-	if excl.Cancel() {
+	if g.Leave(excl) {
 		t.Fatal("a waiter leaves once")
 	}
-	got := q.Release()
+	got := q.Release(true)
 	if len(got) != 1 || got[0] != par {
 		t.Fatalf("release admitted %v, want only the parallel waiter behind the one that left", got)
 	}
-	if par.Cancel() {
+	if g.Leave(par) {
 		t.Fatal("an admitted waiter cannot leave: it owes a release")
 	}
 	if g.Waiting() != 0 || q.Queued() != 0 {
@@ -39,7 +39,7 @@ func TestQueue_CancelledWaiterIsSkipped(t *testing.T) {
 	if n, excl := g.Running(); n != 1 || excl {
 		t.Fatalf("Running = %d, %v; want the one parallel call", n, excl)
 	}
-	if !g.TryRelease() {
+	if !g.TryRelease(false) {
 		t.Fatal("the fast path is back once nobody waits")
 	}
 }
@@ -72,10 +72,10 @@ func TestGate_NestedMarks(t *testing.T) {
 	if g.HoldIfAlone() {
 		t.Fatal("hold set with two slot holders")
 	}
-	if g.TryRelease() {
+	if g.TryRelease(false) {
 		t.Fatal("release took the fast path while a call is queued")
 	}
-	was := g.Release()
+	was := g.Release(false)
 	if !was.Queued() || was.Count() != 2 {
 		t.Fatalf("Release returned %#x", uint64(was))
 	}
@@ -90,7 +90,7 @@ func TestGate_NestedMarks(t *testing.T) {
 	}
 	g.ClearHold()
 	g.SetNestWait()
-	if got := q.Release(); len(got) != 0 {
+	if got := q.Release(false); len(got) != 0 {
 		t.Fatal("the queue admitted a call while a nested call waits")
 	}
 	if !g.ClearNestWait().NestWaiting() {
