@@ -111,11 +111,10 @@
 //   - Timeouts are declared on tools and enforced by WithTimeouts.
 //   - Failure codes are typed (Code); a user's coded error implements
 //     Coded with a plain string Code, and Result.Code returns it as a Code.
-//   - Goroutine identity is read from the stack in two slow paths only,
+//   - Goroutine identity is read from the stack in one slow path only,
 //     where nothing else can tell that a caller would wait for itself: a
-//     Dispose (which takes no ctx) made from one of its own teardown's
-//     change notifications, or waiting on another teardown that waits for
-//     it; and a Close made from a callback with a ctx that carries no
-//     execution (context.Background()). With the callback's ctx, Close
-//     knows its caller from the ctx. Neither path is taken by a call.
+//     Close made from a callback with a ctx that carries no execution
+//     (context.Background()). With the callback's ctx, Close knows its
+//     caller from the ctx. No call takes that path. (Dispose needs none:
+//     a teardown announces its removals only once it is complete.)
 package runtime

@@ -400,16 +400,13 @@ func TestScope_R7_DisposeIsLIFOWithOneNotificationPerRemoval(t *testing.T) {
 	mu.Unlock()
 
 	a.Dispose()
-	want := [][]string{
-		{"g1", "g2", "t1", "t2"}, // t3 removed
-		{"g1", "g2", "t1", "t2"}, // restriction lifted (g1 back)
-		{"g1", "g2", "t1"},       // t2 removed
-		{"g1", "g2"},             // t1 removed
-	}
-	// The first entry: t3 gone but g1 still denied.
-	want[0] = []string{"g2", "t1", "t2"}
+	// One notification per effective removal (t3, the restriction, t2,
+	// t1), none for the guard or hook. They are delivered once the
+	// teardown is complete (R86: nothing a subscriber does can wait for a
+	// teardown in progress), so each sees the final view.
+	want := [][]string{{"g1", "g2"}, {"g1", "g2"}, {"g1", "g2"}, {"g1", "g2"}}
 	mu.Lock()
-	assert.Equal(t, want, log, "newest first, one notification per effective removal, none for the guard or hook")
+	assert.Equal(t, want, log, "one notification per effective removal, none for the guard or hook, after the teardown")
 	log = nil
 	mu.Unlock()
 
@@ -1634,10 +1631,10 @@ func TestChange_R89_SubscribersAreUnfiltered(t *testing.T) {
 	for _, n := range []*atomic.Int64{seenA, seenBC, seenG} {
 		assert.Equal(t, int64(4), n.Load())
 	}
-	a.Dispose() // removes y (seen by all, including a's own subscriber, which is older), then the subscriber
-	assert.Equal(t, int64(5), seenA.Load())
+	a.Dispose() // removes y and a's own subscriber, then announces y's removal to the subscribers left
+	assert.Equal(t, int64(4), seenA.Load(), "a's subscriber is torn down with a before a's removals are announced")
 	rrReg(t, b, "z", "B")
-	assert.Equal(t, int64(5), seenA.Load(), "a subscriber dies with its owner")
+	assert.Equal(t, int64(4), seenA.Load(), "a subscriber dies with its owner")
 	assert.Equal(t, int64(6), seenBC.Load())
 	assert.Equal(t, int64(6), seenG.Load())
 
@@ -1997,10 +1994,12 @@ func TestHooks_R86_SubscriberDisposingDuringGroupAndParentTeardown(t *testing.T)
 	})
 }
 
-// TestScope_R7_ConcurrentDisposeDuringAnnouncementWaits: a Dispose from another
-// goroutine while a teardown is running (here: blocked in a subscriber)
-// returns only after the teardown is complete.
-func TestScope_R7_ConcurrentDisposeDuringAnnouncementWaits(t *testing.T) {
+// TestScope_R7_ConcurrentDisposeReturnsOnceTeardownComplete: a Dispose
+// from another goroutine while a teardown is running returns once the
+// teardown is complete — every removal made — even while the first Dispose
+// is still announcing them (here: blocked in a subscriber); the first
+// returns after its announcements.
+func TestScope_R7_ConcurrentDisposeReturnsOnceTeardownComplete(t *testing.T) {
 	reg := rrNew(t)
 	a := rrScope(t, reg, "a")
 	rrReg(t, a, "x", "A")
@@ -2015,20 +2014,24 @@ func TestScope_R7_ConcurrentDisposeDuringAnnouncementWaits(t *testing.T) {
 	require.NoError(t, err)
 	first := make(chan struct{})
 	go func() { a.Dispose(); close(first) }()
-	<-entered // the teardown is inside its first announcement
+	<-entered // the teardown is complete and its first announcement under way
 	second := make(chan struct{})
 	go func() { a.Dispose(); close(second) }()
 	select {
 	case <-second:
-		t.Fatal("a concurrent Dispose returned before the teardown completed")
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(10 * time.Second):
+		t.Fatal("a concurrent Dispose did not return once the teardown was complete")
+	}
+	assert.Empty(t, rrView(t, reg, "a"), "the teardown is complete when a concurrent Dispose returns")
+	select {
+	case <-first:
+		t.Fatal("the first Dispose returned before announcing its removals")
+	default:
 	}
 	close(release)
-	<-first
 	select {
-	case <-second:
+	case <-first:
 	case <-time.After(10 * time.Second):
-		t.Fatal("concurrent Dispose never returned")
+		t.Fatal("the first Dispose never returned")
 	}
-	assert.Empty(t, rrView(t, reg, "a"))
 }
