@@ -67,7 +67,7 @@ func (im *Imported) definition(tool *sdk.Tool, name string) (runtime.Definition,
 	}
 	if f := im.cfg.classifier; f != nil {
 		listed := *tool // the classifier's own copy
-		def.IsConcurrencySafe = func(args json.RawMessage) (bool, error) {
+		def.IsConcurrencySafe = func(_ context.Context, args json.RawMessage) (bool, error) {
 			return f(&listed, args), nil
 		}
 	}
@@ -232,10 +232,12 @@ func ContentBlocks(content json.RawMessage) ([]runtime.Block, error) {
 	return out, nil
 }
 
-func renderContent(_, value json.RawMessage) ([]runtime.Block, error) { return ContentBlocks(value) }
+func renderContent(_ context.Context, _, value json.RawMessage) ([]runtime.Block, error) {
+	return ContentBlocks(value)
+}
 
 // renderJSONText renders a structured value as one text block of its JSON.
-func renderJSONText(_, value json.RawMessage) ([]runtime.Block, error) {
+func renderJSONText(_ context.Context, _, value json.RawMessage) ([]runtime.Block, error) {
 	return []runtime.Block{runtime.Text(string(value))}, nil
 }
 

@@ -422,7 +422,7 @@ func (ts *toolSet) end() {
 	}
 }
 
-func (ts *toolSet) onChange() error {
+func (ts *toolSet) onChange(context.Context) error {
 	ts.sync()
 	return nil
 }

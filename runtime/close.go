@@ -308,6 +308,9 @@ func (r *Registry) insideCallback(ctx context.Context) bool {
 	if s := execOf(ctx); s != nil && s.reg == r {
 		return true
 	}
+	if fromCallbackCtx(ctx) {
+		return true // a change subscriber's (or ExecutionMode classifier's) ctx
+	}
 	return onCallbackStack("(*Registry).Close")
 }
 

@@ -33,7 +33,7 @@ func TestDispose_R86_TurnBodyFromTeardownSubscriberDisposesTheScope(t *testing.T
 	}))
 	var armed atomic.Bool
 	var turnErr atomic.Pointer[error]
-	if _, err := reg.Global().OnChange(func() error {
+	if _, err := reg.Global().OnChange(func(context.Context) error {
 		if !armed.CompareAndSwap(true, false) {
 			return nil
 		}

@@ -102,7 +102,13 @@
 //   - ctx first: every callback (Guard, PreExecuteHook, AroundHook,
 //     PostExecuteHook, ResultObserver, FinalizeContent, Approver) takes a
 //     context.Context first: the execution's ctx (the caller's, carrying
-//     the execution). ChangeSubscriber runs for no call and takes none.
+//     the execution). So do the renderer, the presentation-metadata
+//     projector and the classifier (Output.Render, Output.PresentationMeta,
+//     IsConcurrencySafe), so a call they make with it is nested. A
+//     ChangeSubscriber, and the classifier when ExecutionMode runs it, run
+//     for no execution the registry can name: their ctx carries none, and
+//     a call made with it never waits for admission (WOULD_DEADLOCK when it
+//     cannot be admitted at once).
 //   - Options are WithXxx everywhere: registry options, tool options (NewTool),
 //     turn options (WithMaxParallel serves New and ExecuteTurn alike,
 //     WithTurnID) and hook options (WithPrepend).

@@ -709,7 +709,7 @@ func callSubscriber(f ChangeSubscriber) (err error) {
 			err = panicError(p)
 		}
 	}()
-	return f()
+	return f(callbackCtx)
 }
 
 // Get returns the definition visible in the scope's view (R30).

@@ -621,6 +621,9 @@ func (g *turnGate) shell() *shell {
 // ended while waiting, WOULD_DEADLOCK), which goes on through post-execute
 // as a single Execute's does.
 func (g *turnGate) admit(s *execState, sh *shell) *Result {
+	if res := g.reg.refusedFromCallback(s, sh); res != nil {
+		return res
+	}
 	res := g.reg.acquire(s, sh, s.mode == Parallel)
 	if res == nil && s.span != nil {
 		s.spanAdmitted()
