@@ -99,12 +99,12 @@ func rawTool(name string) runtime.Definition {
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{"type":"string"}`),
-			Render: func(_, _ json.RawMessage) ([]runtime.Block, error) { return okBlocks, nil },
+			Render: func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) { return okBlocks, nil },
 		},
 		Execute: func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
 			return okJSON, nil
 		},
-		IsConcurrencySafe: func(json.RawMessage) (bool, error) { return true, nil },
+		IsConcurrencySafe: func(context.Context, json.RawMessage) (bool, error) { return true, nil },
 	}
 }
 

@@ -77,12 +77,12 @@ func newObsWorld(v obsVariant) *obsWorld {
 		Parameters:  json.RawMessage(`{"type":"object"}`),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{"type":"string"}`),
-			Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+			Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{runtime.Text(string(v))}, nil
 			},
 		},
 		Execute:           func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "ok", nil },
-		IsConcurrencySafe: func(json.RawMessage) (bool, error) { return true, nil },
+		IsConcurrencySafe: func(context.Context, json.RawMessage) (bool, error) { return true, nil },
 	}))
 	w := &obsWorld{reg: reg, scope: must(reg.NewScope("agent")), shutdown: shutdown,
 		call: runtime.Call{ID: "1", Name: "t", Arguments: json.RawMessage(`{}`)}}

@@ -25,7 +25,7 @@ func TestChain_ParallelToolStaysParallelThroughExportImport(t *testing.T) {
 	must(t, err)
 	write, err := runtime.NewTool("write", "Write a file", body)
 	must(t, err)
-	shell, err := runtime.NewTool("shell", "Run a command", body, runtime.WithClassifier(func(args json.RawMessage) (bool, error) {
+	shell, err := runtime.NewTool("shell", "Run a command", body, runtime.WithClassifier(func(_ context.Context, args json.RawMessage) (bool, error) {
 		return string(args) == `{"path":"ls"}`, nil
 	}))
 	must(t, err)

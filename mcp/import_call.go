@@ -78,7 +78,7 @@ func (im *Imported) definition(tool *sdk.Tool, name string) (runtime.Definition,
 	}
 	if f := im.cfg.classifier; f != nil {
 		listed := *tool // the classifier's own copy
-		def.IsConcurrencySafe = func(args json.RawMessage) (bool, error) {
+		def.IsConcurrencySafe = func(_ context.Context, args json.RawMessage) (bool, error) {
 			return f(&listed, args), nil
 		}
 	}
@@ -201,7 +201,7 @@ func (sc *servedContent) keep(rc *runtime.RunContext, args []byte, v any, conten
 // render is the renderer of an imported tool with an outputSchema: the
 // server's content of the call in flight with these arguments and value,
 // else the value as one JSON text block.
-func (sc *servedContent) render(args, value json.RawMessage) ([]runtime.Block, error) {
+func (sc *servedContent) render(ctx context.Context, args, value json.RawMessage) ([]runtime.Block, error) {
 	sc.mu.Lock()
 	entries := sc.byKey[servedKey(args, value)]
 	var blocks []runtime.Block
@@ -216,7 +216,7 @@ func (sc *servedContent) render(args, value json.RawMessage) ([]runtime.Block, e
 	}
 	sc.mu.Unlock()
 	if blocks == nil {
-		return renderJSONText(args, value)
+		return renderJSONText(ctx, args, value)
 	}
 	return blocks, nil // the pipeline copies them
 }
@@ -380,10 +380,12 @@ func ContentBlocks(content json.RawMessage) ([]runtime.Block, error) {
 	return out, nil
 }
 
-func renderContent(_, value json.RawMessage) ([]runtime.Block, error) { return ContentBlocks(value) }
+func renderContent(_ context.Context, _, value json.RawMessage) ([]runtime.Block, error) {
+	return ContentBlocks(value)
+}
 
 // renderJSONText renders a structured value as one text block of its JSON.
-func renderJSONText(_, value json.RawMessage) ([]runtime.Block, error) {
+func renderJSONText(_ context.Context, _, value json.RawMessage) ([]runtime.Block, error) {
 	return []runtime.Block{runtime.Text(string(value))}, nil
 }
 

@@ -99,7 +99,7 @@ func ExampleImported_Sync() {
 		log.Fatal(err)
 	}
 	defer imported.Close()
-	stop, err := reg.Global().OnChange(func() error { fmt.Println("changed"); return nil })
+	stop, err := reg.Global().OnChange(func(context.Context) error { fmt.Println("changed"); return nil })
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -198,8 +198,8 @@ type changeCounter struct {
 	n  int
 }
 
-func (c *changeCounter) hear() error { c.mu.Lock(); c.n++; c.mu.Unlock(); return nil }
-func (c *changeCounter) count() int  { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
+func (c *changeCounter) hear(context.Context) error { c.mu.Lock(); c.n++; c.mu.Unlock(); return nil }
+func (c *changeCounter) count() int                 { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
 
 func subscribe(t testing.TB, scope *runtime.Scope) *changeCounter {
 	t.Helper()

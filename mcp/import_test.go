@@ -489,7 +489,7 @@ func TestImport_R11_InvalidNamesSkipped(t *testing.T) {
 	textTool(server, "ok", "ok")
 	c := connectInMemory(t, server)
 	reg := newRegistry(t)
-	if _, err := reg.Global().Register(runtime.Definition{Name: "taken", Output: &runtime.Output{Schema: json.RawMessage(`{}`), Render: func(_, _ json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+	if _, err := reg.Global().Register(runtime.Definition{Name: "taken", Output: &runtime.Output{Schema: json.RawMessage(`{}`), Render: func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil }}); err != nil {
 		t.Fatal(err)
 	}
@@ -687,7 +687,7 @@ func TestImport_R86_CloseFromSubscriberDuringResync(t *testing.T) {
 	reg := newRegistry(t)
 	im := mustImport(t, reg.Global(), c.session)
 	closed := make(chan struct{})
-	if _, err := reg.Global().OnChange(func() error {
+	if _, err := reg.Global().OnChange(func(context.Context) error {
 		if slices.Contains(reg.Global().Tools(), "b") {
 			im.Close()
 			select {
@@ -891,7 +891,7 @@ func TestImport_R86_SyncFromSubscriberDoesNotWait(t *testing.T) {
 	reg := newRegistry(t)
 	im := mustImport(t, reg.Global(), c.session)
 	got := make(chan error, 1)
-	if _, err := reg.Global().OnChange(func() error {
+	if _, err := reg.Global().OnChange(func(context.Context) error {
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
 		defer cancel()
 		select {

@@ -567,7 +567,7 @@ func (ts *toolSet) end() {
 	}
 }
 
-func (ts *toolSet) onChange() error {
+func (ts *toolSet) onChange(context.Context) error {
 	ts.resync()
 	return nil
 }

@@ -204,7 +204,7 @@ func TestServer_SchemaTheGoSDKRejectsIsLeftOut(t *testing.T) {
 	def := func(name, params string) runtime.Definition {
 		return runtime.Definition{
 			Name: name, Description: "odd", Parameters: json.RawMessage(params),
-			Output: &runtime.Output{Schema: map[string]any{"type": "string"}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+			Output: &runtime.Output{Schema: map[string]any{"type": "string"}, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{runtime.Text(string(v))}, nil
 			}},
 			Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "odd", nil },

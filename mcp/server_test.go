@@ -637,7 +637,7 @@ func TestServer_ListingEdges(t *testing.T) {
 	f := newFixture(t)
 	odd := runtime.Definition{
 		Name: "odd", Description: "array parameters", Parameters: json.RawMessage(`{"type":"array"}`),
-		Output: &runtime.Output{Schema: map[string]any{"type": "string"}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+		Output: &runtime.Output{Schema: map[string]any{"type": "string"}, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 			return []runtime.Block{runtime.Text(string(v))}, nil
 		}},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "odd", nil },

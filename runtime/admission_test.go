@@ -64,7 +64,7 @@ func (g *r3Gated) getOrder() []string {
 
 func r3GatedTool(name string, g *r3Gated, parallel bool) runtime.Definition {
 	d := r3Tool(name, g.body)
-	d.IsConcurrencySafe = func(json.RawMessage) (bool, error) { return parallel, nil }
+	d.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { return parallel, nil }
 	return d
 }
 

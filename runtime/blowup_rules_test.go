@@ -43,7 +43,7 @@ func TestSchema_R100_SharedSubschemaBounded(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = reg.Close(context.Background()) })
 	dag := sharedSchema(81)
-	render := func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }
+	render := func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }
 	withinOrDump(t, 20*time.Second, "Register, NewTool and Execute with 81 shared levels", func() {
 		_, err := reg.Global().Register(runtime.Definition{Name: "out", Output: &runtime.Output{Schema: dag, Render: render},
 			Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil }})
@@ -68,7 +68,7 @@ func TestSchema_R100_SharedSubschemaBounded(t *testing.T) {
 
 		// A DAG as arguments or output is not lossless JSON either.
 		_, err = reg.Global().Register(runtime.Definition{Name: "echo", Output: &runtime.Output{Schema: map[string]any{}, Render: render},
-			IsConcurrencySafe: func(json.RawMessage) (bool, error) { return true, nil },
+			IsConcurrencySafe: func(context.Context, json.RawMessage) (bool, error) { return true, nil },
 			Execute:           func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return dag, nil }})
 		if !assert.NoError(t, err) {
 			return
@@ -94,7 +94,7 @@ func TestSchema_R100_SharedSubschemaAccepted(t *testing.T) {
 	want, err := json.Marshal(dag) // encoding/json expands it
 	require.NoError(t, err)
 	_, err = reg.Global().Register(runtime.Definition{Name: "t", Parameters: dag,
-		Output:  &runtime.Output{Schema: dag, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output:  &runtime.Output{Schema: dag, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil }})
 	require.NoError(t, err)
 	def, ok := reg.View("").Get("t")

@@ -52,16 +52,16 @@ func callApprover(a Approver, ctx context.Context, req ApprovalRequest) (out App
 	return a(ctx, req)
 }
 
-func callRender(f func(args, value json.RawMessage) ([]Block, error), args, value []byte) (b []Block, err error) {
+func callRender(f func(ctx context.Context, args, value json.RawMessage) ([]Block, error), ctx context.Context, args, value []byte) (b []Block, err error) {
 	defer recovered(&err)
 	a, v := clonePair(args, value)
-	return f(a, v)
+	return f(ctx, a, v)
 }
 
-func callMeta(f func(args, value json.RawMessage) (any, error), args, value []byte) (m any, err error) {
+func callMeta(f func(ctx context.Context, args, value json.RawMessage) (any, error), ctx context.Context, args, value []byte) (m any, err error) {
 	defer recovered(&err)
 	a, v := clonePair(args, value)
-	return f(a, v)
+	return f(ctx, a, v)
 }
 
 // clonePair copies a and b (nil stays nil) into one allocation; each copy's

@@ -1207,16 +1207,17 @@ func (e *ckEpoch) subscribe(rng *rand.Rand) {
 }
 
 // onChange is a change subscriber: now and then it runs a turn on a live
-// key (with a deadline: it has no ctx of its own to nest by, issue 20
-// item 4). Its bodies may dispose scopes, from a turn started during a
-// teardown (item 5).
-func (e *ckEpoch) onChange() error {
+// key with its callback ctx (which carries no execution: a call that cannot
+// be admitted at once fails with WOULD_DEADLOCK, issue 20 item 4), under a
+// deadline of its own. Its bodies may dispose scopes, from a turn started
+// during a teardown (item 5).
+func (e *ckEpoch) onChange(cbCtx context.Context) error {
 	n := e.changes.Add(1)
 	if n%16 != 0 || e.closing.Load() {
 		return nil
 	}
 	rng := rand.New(rand.NewPCG(n, uint64(e.n)))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(cbCtx, 20*time.Millisecond)
 	defer cancel()
 	inst := e.slots[rng.IntN(ckKeys)].Load()
 	if inst == nil {

@@ -244,8 +244,11 @@ func closedResult() *Result { return codedFailure(NameClosed, CodeClosed, "regis
 // guard, the approver, an observer, a change subscriber (including one
 // hearing the removals of Close's own teardown) — cannot wait: the drain
 // includes the call it is made from, and the teardown runs the callbacks it
-// is made from. It begins the shutdown exactly as above (an expired ctx
-// also cancels the calls in flight) and returns ErrCloseInsideCall at once;
+// is made from. It begins the shutdown exactly as above and returns
+// ErrCloseInsideCall at once; its ctx still bounds the drain: when it ends
+// before the teardown is complete, now or later, the calls in flight are
+// cancelled (a callback's own ctx ends when its call ends, so passing it
+// cancels the rest as soon as the calling call is over);
 // the teardown completes once the calling call has returned, and a later
 // Close from outside waits for it and returns nil. The caller is recognised
 // by its ctx when that carries an execution of this registry (a callback's
@@ -265,9 +268,7 @@ func (r *Registry) Close(ctx context.Context) error {
 	default:
 	}
 	if r.insideCallback(ctx) {
-		if ctx.Err() != nil {
-			r.life.cancelAll()
-		}
+		r.cancelOnExpiry(ctx)
 		return ErrCloseInsideCall
 	}
 	select {
@@ -282,11 +283,40 @@ func (r *Registry) Close(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// cancelOnExpiry gives ctx, the ctx of a Close that does not wait (made
+// from inside a callback), the effect it has on a Close that waits: if it
+// ends before the teardown is complete — now or later — the calls in
+// flight are cancelled. The watch ends with the teardown or the ctx.
+func (r *Registry) cancelOnExpiry(ctx context.Context) {
+	if ctx.Err() != nil {
+		r.life.cancelAll()
+		return
+	}
+	done := ctx.Done()
+	if done == nil {
+		return // never ends
+	}
+	go func() {
+		select {
+		case <-r.closeDone:
+		case <-done:
+			select {
+			case <-r.closeDone:
+			default:
+				r.life.cancelAll()
+			}
+		}
+	}()
+}
+
 // insideCallback reports whether a Close with ctx is made from inside a
 // toolscope callback (see Close).
 func (r *Registry) insideCallback(ctx context.Context) bool {
 	if s := execOf(ctx); s != nil && s.reg == r {
 		return true
+	}
+	if fromCallbackCtx(ctx) {
+		return true // a change subscriber's (or ExecutionMode classifier's) ctx
 	}
 	return onCallbackStack("(*Registry).Close")
 }

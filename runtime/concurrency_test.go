@@ -85,7 +85,7 @@ func (w *ccWorker) run(id, rounds int) {
 			name := fmt.Sprintf("%s-t%d", w.key, i)
 			d := rrDef(name, w.key)
 			if rng.IntN(2) == 0 {
-				d.IsConcurrencySafe = func(json.RawMessage) (bool, error) { return true, nil }
+				d.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { return true, nil }
 			}
 			dd, err := w.s.Register(d)
 			require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestConcurrency_ManyScopesInvariants(t *testing.T) {
 		rrReg(t, reg.Global(), g, "G")
 	}
 	var changes atomic.Int64
-	_, err := reg.Global().OnChange(func() error { changes.Add(1); return nil })
+	_, err := reg.Global().OnChange(func(context.Context) error { changes.Add(1); return nil })
 	require.NoError(t, err)
 	var globalGuard atomic.Int64
 	_, err = reg.Global().Guard(func(context.Context, runtime.Execution) (string, bool) { globalGuard.Add(1); return "", false })
@@ -362,7 +362,7 @@ func TestConcurrency_R7_MutationsRacingDisposeLeakNothing(t *testing.T) {
 	reg := rrNew(t)
 	rrReg(t, reg.Global(), "g", "G")
 	var changes atomic.Int64
-	_, err := reg.Global().OnChange(func() error { changes.Add(1); return nil })
+	_, err := reg.Global().OnChange(func(context.Context) error { changes.Add(1); return nil })
 	require.NoError(t, err)
 	var hookCalls atomic.Int64
 	const rounds, writers, perWriter = 20, 4, 10
@@ -477,7 +477,7 @@ func TestConcurrency_R3_NewScopeRace(t *testing.T) {
 func TestConcurrency_R15_DisposersRacingScopeDispose(t *testing.T) {
 	reg := rrNew(t)
 	var changes atomic.Int64
-	_, err := reg.Global().OnChange(func() error { changes.Add(1); return nil })
+	_, err := reg.Global().OnChange(func(context.Context) error { changes.Add(1); return nil })
 	require.NoError(t, err)
 	for round := 0; round < 100; round++ {
 		pk, ck := fmt.Sprintf("p%d", round), fmt.Sprintf("c%d", round)

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,7 @@ func TestDispose_R86_ConcurrentDisposesWithCrossDisposingSubscriber(t *testing.T
 	reg := mustNew(t, runtime.WithEvents(false))
 	defer closeNow(t, reg)
 	var a, b atomic.Pointer[runtime.Scope]
-	if _, err := reg.Global().OnChange(func() error {
+	if _, err := reg.Global().OnChange(func(context.Context) error {
 		if s := a.Load(); s != nil {
 			s.Dispose()
 		}

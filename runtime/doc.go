@@ -107,7 +107,13 @@
 //   - ctx first: every callback (Guard, PreExecuteHook, AroundHook,
 //     PostExecuteHook, ResultObserver, FinalizeContent, Approver) takes a
 //     context.Context first: the execution's ctx (the caller's, carrying
-//     the execution). ChangeSubscriber runs for no call and takes none.
+//     the execution). So do the renderer, the presentation-metadata
+//     projector and the classifier (Output.Render, Output.PresentationMeta,
+//     IsConcurrencySafe), so a call they make with it is nested. A
+//     ChangeSubscriber, and the classifier when ExecutionMode runs it, run
+//     for no execution the registry can name: their ctx carries none, and
+//     a call made with it never waits for admission (WOULD_DEADLOCK when it
+//     cannot be admitted at once).
 //   - Options are WithXxx everywhere: registry options, tool options (NewTool),
 //     turn options (WithMaxParallel serves New and ExecuteTurn alike,
 //     WithTurnID) and hook options (WithPrepend).
@@ -120,11 +126,10 @@
 //   - Timeouts are declared on tools and enforced by WithTimeouts.
 //   - Failure codes are typed (Code); a user's coded error implements
 //     Coded with a plain string Code, and Result.Code returns it as a Code.
-//   - Goroutine identity is read from the stack in two slow paths only,
+//   - Goroutine identity is read from the stack in one slow path only,
 //     where nothing else can tell that a caller would wait for itself: a
-//     Dispose (which takes no ctx) made from one of its own teardown's
-//     change notifications, or waiting on another teardown that waits for
-//     it; and a Close made from a callback with a ctx that carries no
-//     execution (context.Background()). With the callback's ctx, Close
-//     knows its caller from the ctx. Neither path is taken by a call.
+//     Close made from a callback with a ctx that carries no execution
+//     (context.Background()). With the callback's ctx, Close knows its
+//     caller from the ctx. No call takes that path. (Dispose needs none:
+//     a teardown announces its removals only once it is complete.)
 package runtime

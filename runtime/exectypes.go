@@ -338,4 +338,9 @@ type ResultObserver func(ctx context.Context, e Execution, r *Result) error
 
 // ChangeSubscriber is told after every tool or restriction change (R87).
 // An error while an addition is announced rolls the addition back (R16).
-type ChangeSubscriber func() error
+// ctx is a callback ctx that carries no execution (the mutating methods
+// take no ctx, so the registry cannot tell which call, if any, made the
+// change): a call made with it is never nested, and one that cannot be
+// admitted at once fails with WOULD_DEADLOCK instead of waiting (R86). It
+// is never cancelled.
+type ChangeSubscriber func(ctx context.Context) error

@@ -563,7 +563,7 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 		rb.res.value, rb.res.content = b, rb.block[:]
 		return r.withMeta(s, td, &rb.res, b)
 	}
-	content, err := callRender(td.def.Output.Render, s.args, b)
+	content, err := callRender(td.def.Output.Render, s.cx(), s.args, b)
 	if err != nil {
 		return invalidOutput(td.name, "output.render failed: "+messageOf(err))
 	}
@@ -604,7 +604,7 @@ func (s *execState) resultSlot() *resultWithBlock {
 // success.
 func (r *Registry) withMeta(s *execState, td *toolDef, res *Result, b []byte) *Result {
 	if s.parent.IsZero() && td.def.Output.PresentationMeta != nil {
-		m, err := callMeta(td.def.Output.PresentationMeta, s.args, b)
+		m, err := callMeta(td.def.Output.PresentationMeta, s.cx(), s.args, b)
 		if err != nil {
 			return invalidOutput(td.name, "output.presentationMeta failed: "+messageOf(err))
 		}
@@ -937,6 +937,9 @@ func (g scopeGate) acquire(s *execState) *Result {
 		// A stale handle (its scope disposed, the key maybe live again)
 		// admits on the live scope's gate, as its turns do.
 		sh = g.reg.admission(s.node)
+	}
+	if res := g.reg.refusedFromCallback(s, sh); res != nil {
+		return res
 	}
 	return g.reg.acquire(s, sh, s.mode == Parallel)
 }

@@ -56,7 +56,7 @@ func r3Reg(t testing.TB, opts ...runtime.Option) *runtime.Registry {
 	return reg
 }
 
-func r3Render(_, value json.RawMessage) ([]runtime.Block, error) {
+func r3Render(_ context.Context, _, value json.RawMessage) ([]runtime.Block, error) {
 	return []runtime.Block{runtime.Text(string(value))}, nil
 }
 
@@ -664,11 +664,11 @@ func TestExecute_R49_R46_StageOrderTrace(t *testing.T) {
 		tr.add("body")
 		return 1, nil
 	})
-	def.Output.Render = func(_, v json.RawMessage) ([]runtime.Block, error) {
+	def.Output.Render = func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 		tr.add("render")
 		return []runtime.Block{runtime.Text(string(v))}, nil
 	}
-	def.Output.PresentationMeta = func(_, v json.RawMessage) (any, error) {
+	def.Output.PresentationMeta = func(_ context.Context, _, v json.RawMessage) (any, error) {
 		tr.add("meta")
 		return map[string]any{"m": 1}, nil
 	}
@@ -1048,7 +1048,9 @@ func TestExecute_R58_ShortCircuitRebuildsFromValueBodyNotInvoked(t *testing.T) {
 		body.Store(true)
 		return 1, nil
 	})
-	def.Output.PresentationMeta = func(_, v json.RawMessage) (any, error) { return map[string]any{"v": json.RawMessage(v)}, nil }
+	def.Output.PresentationMeta = func(_ context.Context, _, v json.RawMessage) (any, error) {
+		return map[string]any{"v": json.RawMessage(v)}, nil
+	}
 	r3M(s.Register(def))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		return runtime.Success(map[string]any{"cached": true}).WithContent(runtime.Text("authored")).WithMeta("authored"), nil
@@ -1232,17 +1234,17 @@ func TestExecute_R62_R63_SuccessCreationFailures(t *testing.T) {
 		"value foreign type": {def: func() runtime.Definition { return r3Const("t", struct{}{}) }, want: prefix + "value is not lossless JSON"},
 		"render panic": {def: func() runtime.Definition {
 			d := r3Const("t", 1)
-			d.Output.Render = func(_, _ json.RawMessage) ([]runtime.Block, error) { panic("render boom") }
+			d.Output.Render = func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) { panic("render boom") }
 			return d
 		}, want: prefix + "output.render failed: render boom"},
 		"render error": {def: func() runtime.Definition {
 			d := r3Const("t", 1)
-			d.Output.Render = func(_, _ json.RawMessage) ([]runtime.Block, error) { return nil, errors.New("nope") }
+			d.Output.Render = func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) { return nil, errors.New("nope") }
 			return d
 		}, want: prefix + "output.render failed: nope"},
 		"render unsafe": {def: func() runtime.Definition {
 			d := r3Const("t", 1)
-			d.Output.Render = func(_, _ json.RawMessage) ([]runtime.Block, error) {
+			d.Output.Render = func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{{Type: "image", Data: json.RawMessage(`{bad`)}}, nil
 			}
 			return d
@@ -1289,7 +1291,9 @@ func TestExecute_R51_R64_PresentationMetaTopLevelOnly(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	withMeta := r3Const("meta", 1)
-	withMeta.Output.PresentationMeta = func(args, v json.RawMessage) (any, error) { return map[string]any{"shown": true}, nil }
+	withMeta.Output.PresentationMeta = func(_ context.Context, args, v json.RawMessage) (any, error) {
+		return map[string]any{"shown": true}, nil
+	}
 	r3M(s.Register(withMeta))
 	r3M(s.Register(r3Const("plain", 1)))
 	var nestedHasMeta atomic.Bool
@@ -1319,9 +1323,9 @@ func TestExecute_R64_PresentationMetaFailures(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	p := r3Const("panics", 1)
-	p.Output.PresentationMeta = func(_, _ json.RawMessage) (any, error) { panic("meta boom") }
+	p.Output.PresentationMeta = func(_ context.Context, _, _ json.RawMessage) (any, error) { panic("meta boom") }
 	u := r3Const("unsafe", 1)
-	u.Output.PresentationMeta = func(_, _ json.RawMessage) (any, error) { return math.Inf(1), nil }
+	u.Output.PresentationMeta = func(_ context.Context, _, _ json.RawMessage) (any, error) { return math.Inf(1), nil }
 	r3M(s.Register(p))
 	r3M(s.Register(u))
 	r3Coded(t, r3Exec(t, s, context.Background(), r3Call("panics", nil)), runtime.NameToolOutput, runtime.CodeInvalidToolOutput,
@@ -1335,7 +1339,7 @@ func TestExecute_R65_OwnUnmodifiedResultPassesThrough(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	var renders atomic.Int32
 	d := r3Const("t", 7)
-	d.Output.Render = func(_, v json.RawMessage) ([]runtime.Block, error) {
+	d.Output.Render = func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 		renders.Add(1)
 		return []runtime.Block{runtime.Text("r" + string(v))}, nil
 	}
@@ -1357,7 +1361,7 @@ func TestExecute_R65_CachedForeignSuccessRevalidated(t *testing.T) {
 		bodies.Add(1)
 		return "v", nil
 	})
-	d.Output.Render = func(args, v json.RawMessage) ([]runtime.Block, error) {
+	d.Output.Render = func(_ context.Context, args, v json.RawMessage) ([]runtime.Block, error) {
 		return []runtime.Block{runtime.Text(string(args) + "->" + string(v))}, nil
 	}
 	r3M(s.Register(d))
@@ -1626,7 +1630,9 @@ func r3MetaTool(v any, conclude bool, fail error) runtime.Definition {
 		}
 		return v, nil
 	})
-	d.Output.PresentationMeta = func(_, v json.RawMessage) (any, error) { return map[string]any{"of": json.RawMessage(v)}, nil }
+	d.Output.PresentationMeta = func(_ context.Context, _, v json.RawMessage) (any, error) {
+		return map[string]any{"of": json.RawMessage(v)}, nil
+	}
 	return d
 }
 
@@ -2132,7 +2138,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 		"classifier": {
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				d := r3Const("x", 1)
-				d.IsConcurrencySafe = func(json.RawMessage) (bool, error) { panic("boom") }
+				d.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { panic("boom") }
 				r3M(s.Register(d))
 				assert.Equal(t, runtime.Exclusive, s.ExecutionMode(r3Call("x", nil)))
 			},
@@ -2141,7 +2147,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 		"renderer": {
 			setup: func(t *testing.T, _ *runtime.Registry, s *runtime.Scope) {
 				d := r3Const("x", 1)
-				d.Output.Render = func(_, _ json.RawMessage) ([]runtime.Block, error) { panic("boom") }
+				d.Output.Render = func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) { panic("boom") }
 				r3M(s.Register(d))
 			},
 			check: func(t *testing.T, r *runtime.Result) {

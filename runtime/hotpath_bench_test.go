@@ -16,14 +16,14 @@ func trivialDef(name string) runtime.Definition {
 		Parameters: json.RawMessage(`{"type":"object"}`),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{"type":"string"}`),
-			Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+			Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{runtime.Text(string(v))}, nil
 			},
 		},
 		Execute: func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
 			return "ok", nil
 		},
-		IsConcurrencySafe: func(json.RawMessage) (bool, error) { return true, nil },
+		IsConcurrencySafe: func(context.Context, json.RawMessage) (bool, error) { return true, nil },
 	}
 }
 

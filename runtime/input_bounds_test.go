@@ -210,7 +210,7 @@ func TestExecutionMode_ArgumentsOverBoundExclusive(t *testing.T) {
 	reg := r3Reg(t, runtime.WithMaxArgumentBytes(bound))
 	var asked atomic.Int32
 	d := r3Const("par", 1)
-	d.IsConcurrencySafe = func(json.RawMessage) (bool, error) { asked.Add(1); return true, nil }
+	d.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { asked.Add(1); return true, nil }
 	r3M(reg.Global().Register(d))
 	v := reg.View("")
 	assert.Equal(t, runtime.Parallel, v.ExecutionMode(runtime.Call{Name: "par", Arguments: argsOfSize(bound)}))

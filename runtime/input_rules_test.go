@@ -43,7 +43,7 @@ func TestSchemas_R31_ModelFacingJSONNames(t *testing.T) {
 		Name:        "read",
 		Description: "reads a file",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
-		Output:      &runtime.Output{Schema: map[string]any{}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output:      &runtime.Output{Schema: map[string]any{}, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute:     func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil },
 	})
 	require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestLossless_R47_LiteralsNotFiniteAsFloat64(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = reg.Close(context.Background()) })
 	g := reg.Global()
-	render := func(_, v json.RawMessage) ([]runtime.Block, error) {
+	render := func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 		return []runtime.Block{runtime.Text(string(v))}, nil
 	}
 	var lastArgs json.RawMessage
@@ -84,7 +84,7 @@ func TestLossless_R47_LiteralsNotFiniteAsFloat64(t *testing.T) {
 	require.NoError(t, err)
 	var data json.RawMessage
 	_, err = g.Register(runtime.Definition{Name: "block", Output: &runtime.Output{Schema: map[string]any{},
-		Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+		Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 			return []runtime.Block{{Type: "json", Data: data}}, nil
 		}},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "ok", nil }})

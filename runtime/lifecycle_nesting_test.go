@@ -119,7 +119,7 @@ func TestClose_R86_FromInsideAChangeSubscriber(t *testing.T) {
 		return "ran", nil
 	}))
 	var fromSubscriber []error
-	if _, err := reg.Global().OnChange(func() error {
+	if _, err := reg.Global().OnChange(func(context.Context) error {
 		var err error
 		boundedHere(10*time.Second, "Close called from a change subscriber", func() { err = reg.Close(context.Background()) })
 		fromSubscriber = append(fromSubscriber, err)

@@ -21,14 +21,14 @@ func hdef(name string, parallel bool, body func(ctx context.Context) (any, error
 		Parameters: json.RawMessage(`{"type":"object"}`),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{}`),
-			Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+			Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{runtime.Text(string(v))}, nil
 			},
 		},
 		Execute: func(ctx context.Context, _ json.RawMessage, _ *runtime.RunContext) (any, error) {
 			return body(ctx)
 		},
-		IsConcurrencySafe: func(json.RawMessage) (bool, error) { return parallel, nil },
+		IsConcurrencySafe: func(context.Context, json.RawMessage) (bool, error) { return parallel, nil },
 	}
 }
 

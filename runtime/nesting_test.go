@@ -52,7 +52,7 @@ func nestGo(s *runtime.Scope, ctx context.Context, call runtime.Call) <-chan *ru
 
 func nestTool(name string, parallel bool, body r3Body) runtime.Definition {
 	d := r3Tool(name, body)
-	d.IsConcurrencySafe = func(json.RawMessage) (bool, error) { return parallel, nil }
+	d.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { return parallel, nil }
 	return d
 }
 

@@ -161,6 +161,14 @@ func (r *Registry) Subscribe(fn func(Event), opts ...SubscribeOption) (*Subscrip
 	}
 	sub := &Subscription{reg: r, fn: fn, ch: make(chan Event, o.buffer), done: make(chan struct{}), drain: make(chan struct{}), exited: make(chan struct{})}
 	r.subsMu.Lock()
+	// Checked again under the lock Close's teardown takes to end the
+	// subscriptions (closeSubscriptions): a Subscribe that passed the
+	// check above as Close began is either in the list the teardown ends
+	// or sees closed here — never added after the teardown looked.
+	if r.closed.Load() {
+		r.subsMu.Unlock()
+		return nil, ErrClosed
+	}
 	old := r.typedSubs()
 	next := append(append(make([]*Subscription, 0, len(old)+1), old...), sub)
 	r.subs.Store(&next)
@@ -258,8 +266,14 @@ func deliverTyped(subs []*Subscription, e Event) {
 
 // closeSubscriptions ends every subscription once it has delivered what it
 // buffered (Close of the registry, after the calls drained).
+// closed is set long before (Close sets it first), so once the list is read
+// under subsMu no Subscribe can add to it (Subscribe checks closed under
+// the same lock).
 func (r *Registry) closeSubscriptions() {
-	for _, s := range r.typedSubs() {
+	r.subsMu.Lock()
+	subs := r.typedSubs()
+	r.subsMu.Unlock()
+	for _, s := range subs {
 		s.end(s.drain)
 	}
 }

@@ -60,7 +60,7 @@ func TestObservers_R75_UnprintableErrorMessage(t *testing.T) {
 	g := reg.Global()
 	_, err = g.Register(runtime.Definition{
 		Name:    "t",
-		Output:  &runtime.Output{Schema: map[string]any{}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output:  &runtime.Output{Schema: map[string]any{}, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "ok", nil },
 	})
 	require.NoError(t, err)
@@ -104,11 +104,11 @@ func TestChange_R90_UnprintableSubscriberErrorOnRemoval(t *testing.T) {
 	g := reg.Global()
 	dispose, err := g.Register(runtime.Definition{
 		Name:    "t",
-		Output:  &runtime.Output{Schema: map[string]any{}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output:  &runtime.Output{Schema: map[string]any{}, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "ok", nil },
 	})
 	require.NoError(t, err)
-	_, err = g.OnChange(func() error { return unprintableErr{} })
+	_, err = g.OnChange(func(context.Context) error { return unprintableErr{} })
 	require.NoError(t, err)
 	dispose()
 	mu.Lock()

@@ -20,7 +20,7 @@ func TestDefinition_AlwaysParallel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cls, err := runtime.NewTool("c", "c", body, runtime.WithClassifier(func(json.RawMessage) (bool, error) { return true, nil }))
+	cls, err := runtime.NewTool("c", "c", body, runtime.WithClassifier(func(context.Context, json.RawMessage) (bool, error) { return true, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestDefinition_AlwaysParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	replaced := par
-	replaced.IsConcurrencySafe = func(json.RawMessage) (bool, error) { return true, nil }
+	replaced.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { return true, nil }
 	for _, c := range []struct {
 		name string
 		def  runtime.Definition

@@ -34,7 +34,7 @@ func withinOrDump(t *testing.T, d time.Duration, what string, f func()) {
 func presenterDef(p any) runtime.Definition {
 	return runtime.Definition{
 		Name:       "p",
-		Output:     &runtime.Output{Schema: map[string]any{}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output:     &runtime.Output{Schema: map[string]any{}, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute:    func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil },
 		Presenters: p,
 	}

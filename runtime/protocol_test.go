@@ -49,7 +49,7 @@ func r3ProtoSetup(t *testing.T) (*runtime.Registry, *runtime.Scope) {
 		rc.DeferContext(runtime.Message{Role: "system", Text: "ctx"})
 		return args, nil
 	})
-	d.IsConcurrencySafe = func(json.RawMessage) (bool, error) { return true, nil }
+	d.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { return true, nil }
 	r3M(s.Register(d))
 	r3M(reg.Global().Register(r3Const("global_tool", "g")))
 	return reg, s

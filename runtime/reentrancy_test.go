@@ -100,11 +100,11 @@ func TestReentrancy_R86_EveryCallbackCallsRegistryMethods(t *testing.T) {
 		r.reenter("body", ctx, rc.Token())
 		return "top", nil
 	})
-	def.IsConcurrencySafe = func(json.RawMessage) (bool, error) {
+	def.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) {
 		r.hit("classifier")
 		return false, r.mutateAndRead(b)
 	}
-	def.Output.Render = func(_, v json.RawMessage) ([]runtime.Block, error) {
+	def.Output.Render = func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 		r.hit("renderer")
 		if err := r.mutateAndRead(a); err != nil {
 			return nil, err
@@ -204,7 +204,7 @@ func TestReentrancy_R86_ObserverAndChangeSubscriberReenterGlobal(t *testing.T) {
 		_, err := reg.View("").Schemas()
 		return err
 	}))
-	r3M(g.OnChange(func() error {
+	r3M(g.OnChange(func(context.Context) error {
 		_, _ = reg.View("").Get("t")
 		return nil
 	}))

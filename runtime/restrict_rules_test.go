@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -305,7 +306,7 @@ func TestRestrict_R26_NotificationFailureRollsBack(t *testing.T) {
 	var fail atomic.Bool
 	var calls atomic.Int64
 	var views [][]string
-	_, err := reg.Global().OnChange(func() error {
+	_, err := reg.Global().OnChange(func(context.Context) error {
 		calls.Add(1)
 		views = append(views, s.Tools())
 		if fail.Load() {

@@ -11,7 +11,6 @@ import (
 	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/admit"
 	"github.com/toolscope/toolscope/internal/core"
-	"github.com/toolscope/toolscope/internal/goid"
 )
 
 // Scope is a handle on one layer: the global scope, an agent scope, or an
@@ -34,28 +33,27 @@ type Scope struct {
 }
 
 // teardownState is a handle's Dispose state (R7, R86). The first Dispose
-// runs the teardown; a concurrent one waits until it is complete — except a
-// Dispose made on the teardown's own goroutine from a callback the teardown
-// is running (a change subscriber, or the error handler, hearing one of its
-// removals): waiting there would wait for itself, so it returns at once and
-// the teardown, already under way further up the same stack, completes when
-// the callback returns. The teardown records its goroutine before it runs
-// the first callback; a caller that finds it unrecorded cannot be inside one
-// of its callbacks. Likewise a Dispose whose wait would close a cycle — the
-// teardown it would wait for is itself waiting, from a callback, for a
-// teardown running on the caller's goroutine (two concurrent Disposes whose
-// subscribers dispose each other's scope) — returns at once (wait). (A
-// callback that hands Dispose to another goroutine and waits for it still
-// deadlocks; nothing can tell that caller apart.)
+// runs the teardown; a concurrent one waits until it is complete. The
+// teardown runs no user code: it claims and removes the handle's
+// registrations (actor mutations) and counts the removals that changed the
+// view; only once it is marked complete are those removals announced to
+// the change subscribers (one notification each, R87), by the Dispose that
+// ran it. So nothing a subscriber does — a Dispose of the same handle, of
+// another handle whose subscribers dispose this one, from its own goroutine
+// or from a body it started on a worker — ever waits for a teardown in
+// progress that waits for it: every wait in begin is for removals only.
 type teardownState struct {
 	mu      sync.Mutex
 	started bool
 	done    chan struct{} // closed once the teardown is complete
-	gid     atomic.Uint64 // the teardown's goroutine, once it runs callbacks
+	// announce counts the removals made by this teardown that are still
+	// to be announced once it is complete.
+	announce atomic.Int32
 }
 
 // begin reports whether the caller runs the teardown. Otherwise it returns
-// once the teardown is complete, or at once for a re-entrant call.
+// once the teardown is complete (its removals made; their announcements may
+// still be under way on the Dispose that ran it).
 func (t *teardownState) begin() bool {
 	t.mu.Lock()
 	if !t.started {
@@ -66,79 +64,17 @@ func (t *teardownState) begin() bool {
 	}
 	done := t.done
 	t.mu.Unlock()
-	select {
-	case <-done:
-		return false
-	default:
-	}
-	me := goid.ID()
-	if id := t.gid.Load(); id != 0 && id == me {
-		return false
-	}
-	t.wait(me, done)
+	<-done // bounded: the teardown runs no user code
 	return false
 }
 
-// teardownWaits is the wait-for graph of teardowns: for each goroutine
-// waiting in begin, the teardown it waits for. A teardown's goroutine
-// (gid) may itself wait, from one of its callbacks, for another teardown.
-var teardownWaits struct {
-	mu    sync.Mutex
-	edges map[uint64]*teardownState
-}
-
-// wait blocks until t's teardown is complete, unless waiting would close a
-// cycle: t's goroutine waits (directly or through other teardowns) for a
-// teardown whose callbacks run on goroutine me — two Disposes of a and b
-// whose change subscribers each dispose the other (R7, R86). Then it
-// returns at once, as a re-entrant Dispose does: the teardown it would
-// wait for completes when the callback it interrupted returns. The check
-// and the record are made under one lock, so of two goroutines about to
-// wait for each other the second always sees the first's edge (each has
-// recorded its own teardown's goroutine before running the callback that
-// calls Dispose).
-func (t *teardownState) wait(me uint64, done chan struct{}) {
-	w := &teardownWaits
-	w.mu.Lock()
-	if w.edges == nil {
-		w.edges = map[uint64]*teardownState{}
-	}
-	cur := t
-	for range len(w.edges) + 1 {
-		g := cur.gid.Load()
-		if g == 0 {
-			break // not running callbacks: it cannot be waiting for me
+// end marks the teardown complete and then announces its removals.
+func (t *teardownState) end(r *Registry) {
+	close(t.done)
+	for range t.announce.Swap(0) {
+		if err := r.notify(); err != nil {
+			r.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
 		}
-		if g == me {
-			w.mu.Unlock()
-			return // waiting would wait for myself
-		}
-		next := w.edges[g]
-		if next == nil {
-			break
-		}
-		cur = next
-	}
-	if me != 0 {
-		w.edges[me] = t
-	}
-	w.mu.Unlock()
-	<-done
-	if me != 0 {
-		w.mu.Lock()
-		delete(w.edges, me)
-		w.mu.Unlock()
-	}
-}
-
-func (t *teardownState) end() { close(t.done) }
-
-// enterCallbacks records the teardown's goroutine before it runs the first
-// callback. Only the goroutine running the teardown of t calls it; t is nil
-// for a disposer called outside any teardown.
-func (t *teardownState) enterCallbacks() {
-	if t != nil && t.gid.Load() == 0 {
-		t.gid.Store(goid.ID())
 	}
 }
 
@@ -378,11 +314,11 @@ type registration struct {
 	// it, nil for a disposer called on its own.
 	remove func(m *teardownState) bool
 	// group marks an owner group's entry in its parent's list. Its removal
-	// is the group's teardown, which runs change subscribers, so it is not
-	// counted in owner.removing (a subscriber may dispose the parent, whose
-	// teardown would then wait for itself, R86). Instead the group stays
-	// linked until its own Dispose has torn it down, and a parent teardown
-	// that claims the entry runs (or joins) the group's teardown itself.
+	// is the group's teardown, so it is not counted in owner.removing.
+	// Instead the group stays linked until its own Dispose has torn it
+	// down, and a parent teardown that claims the entry runs (or joins) the
+	// group's teardown itself (the removals it makes are announced by the
+	// parent's Dispose).
 	group bool
 	reg   *Registry
 }
@@ -415,18 +351,24 @@ func (g *registration) disposeIn(m *teardownState) {
 	g.finish(m, counted)
 }
 
-// finish removes a claimed registration and announces the change. The
-// removal itself runs no user code; the announcement comes after it is
-// counted done.
+// finish removes a claimed registration and announces the change: at once
+// for a disposer called on its own, after the teardown is complete for a
+// removal made by teardown m (teardownState.end). The removal itself runs
+// no user code; the announcement comes after it is counted done.
 func (g *registration) finish(m *teardownState, counted bool) {
 	changed := g.remove(m)
 	if counted {
 		g.owner.removing.Done()
 	}
-	if changed {
-		if err := g.reg.notifyIn(m); err != nil {
-			g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
-		}
+	if !changed {
+		return
+	}
+	if m != nil {
+		m.announce.Add(1)
+		return
+	}
+	if err := g.reg.notify(); err != nil {
+		g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
 	}
 }
 
@@ -483,14 +425,14 @@ func (s *Scope) Group() (*Scope, error) {
 // return once the teardown is complete. Later mutations through the handle
 // return ErrScopeDisposed. The global scope is disposed only by Close.
 //
-// A change subscriber (or the error handler) that hears one of this
-// teardown's removals may call Dispose on the same handle (R86): that call
-// returns at once, since the teardown is already under way on the caller's
-// own stack, and completes when the callback returns. So does a Dispose
-// from a subscriber whose wait would close a cycle of teardowns waiting for
-// each other (concurrent Disposes of a and b, each subscriber disposing the
-// other scope): it returns once the cycle is seen, and the other teardown
-// completes when this callback returns.
+// The teardown's removals are announced to the change subscribers (one
+// notification per removal that changed a view, R87) after the teardown is
+// complete, before this Dispose returns; a concurrent Dispose returns once
+// the teardown is complete and may return before those announcements. So
+// a subscriber (or the error handler) hearing one of them may call Dispose
+// on the same handle, or on any other, from any goroutine — a body it runs,
+// a turn's dispatch on a worker — and that call never waits for a teardown
+// that waits for it (R86).
 func (s *Scope) Dispose() {
 	if s.rec == nil && !s.group {
 		return
@@ -502,7 +444,7 @@ func (s *Scope) dispose() {
 	if !s.td.begin() {
 		return
 	}
-	defer s.td.end()
+	defer s.td.end(s.reg)
 	if s.group {
 		// Tear the group down first, while its entry is still linked in the
 		// parent's list, so a parent teardown meanwhile joins this one (and
@@ -750,16 +692,9 @@ func (s *Scope) addCallback(target *Scope, k core.Kind, fn any, prepend bool) (f
 // notify delivers one change notification to every subscriber, in
 // registration order, synchronously (R88). The first failure stops the
 // delivery and is returned.
-func (r *Registry) notify() error { return r.notifyIn(nil) }
-
-// notifyIn is notify on behalf of the handle teardown m (nil: none), which
-// records its goroutine before the first subscriber runs (teardownState).
-func (r *Registry) notifyIn(m *teardownState) error {
+func (r *Registry) notify() error {
 	r.emitChanged()
 	subs := r.global.node.Layer().List(core.KindChange)
-	if len(subs) > 0 {
-		m.enterCallbacks()
-	}
 	for _, e := range subs {
 		if err := callSubscriber(e.Payload.(ChangeSubscriber)); err != nil {
 			return err
@@ -774,7 +709,7 @@ func callSubscriber(f ChangeSubscriber) (err error) {
 			err = panicError(p)
 		}
 	}()
-	return f()
+	return f(callbackCtx)
 }
 
 // Get returns the definition visible in the scope's view (R30).

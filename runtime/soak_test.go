@@ -88,7 +88,7 @@ func soakDef(name string, parallel, slow bool, ov *overlap, st *soakStats) runti
 		Parameters: json.RawMessage(`{"type":"object"}`),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{}`),
-			Render: func(args, v json.RawMessage) ([]runtime.Block, error) {
+			Render: func(_ context.Context, args, v json.RawMessage) ([]runtime.Block, error) {
 				if parseSoak(args).RendPanic {
 					panic("soak: renderer")
 				}
@@ -120,7 +120,7 @@ func soakDef(name string, parallel, slow bool, ov *overlap, st *soakStats) runti
 			}
 			return nil, nil
 		},
-		IsConcurrencySafe: func(raw json.RawMessage) (bool, error) {
+		IsConcurrencySafe: func(_ context.Context, raw json.RawMessage) (bool, error) {
 			if parseSoak(raw).ClassPanic {
 				panic("soak: classifier")
 			}

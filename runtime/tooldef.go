@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +27,7 @@ type toolDef struct {
 	validateArgs *jsonv.Schema
 	// classifier is the typed helper author's classifier, called after the
 	// registry validated the arguments itself.
-	classifier func(json.RawMessage) (bool, error)
+	classifier func(context.Context, json.RawMessage) (bool, error)
 	// trustedRender marks the typed helper's own renderer, which neither
 	// keeps nor changes its inputs, so they need no defensive copies.
 	trustedRender bool
@@ -341,12 +342,13 @@ func (r *Registry) executionMode(node *core.Node, name string, args any) Mode {
 	if err != nil || len(b) > bound {
 		return Exclusive
 	}
-	return td.classify(b)
+	return td.classify(callbackCtx, b)
 }
 
-// classify runs the tool's classifier: parallel only on exactly (true, nil)
-// without a panic (R36); the typed helper validates first (R106).
-func (td *toolDef) classify(args []byte) (mode Mode) {
+// classify runs the tool's classifier with ctx: parallel only on exactly
+// (true, nil) without a panic (R36); the typed helper validates first
+// (R106).
+func (td *toolDef) classify(ctx context.Context, args []byte) (mode Mode) {
 	f := td.def.IsConcurrencySafe
 	if f == nil {
 		return Exclusive
@@ -362,7 +364,7 @@ func (td *toolDef) classify(args []byte) (mode Mode) {
 			f = td.classifier // validated: the author's classifier itself
 		}
 	}
-	return callClassifier(f, args)
+	return callClassifier(f, ctx, args)
 }
 
 // classifyExec classifies an execution's arguments; a typed tool's
@@ -392,22 +394,22 @@ func (td *toolDef) classifyExec(s *execState) Mode {
 	} else {
 		arg = cloneBytes(s.args)
 	}
-	return classifyCopy(f, arg)
+	return classifyCopy(f, s.cx(), arg)
 }
 
-func callClassifier(f func(json.RawMessage) (bool, error), args []byte) (mode Mode) {
-	return classifyCopy(f, cloneBytes(args))
+func callClassifier(f func(context.Context, json.RawMessage) (bool, error), ctx context.Context, args []byte) (mode Mode) {
+	return classifyCopy(f, ctx, cloneBytes(args))
 }
 
 // classifyCopy runs the classifier on arg, a copy of the arguments that is
 // the classifier's to keep or change.
-func classifyCopy(f func(json.RawMessage) (bool, error), arg []byte) (mode Mode) {
+func classifyCopy(f func(context.Context, json.RawMessage) (bool, error), ctx context.Context, arg []byte) (mode Mode) {
 	defer func() {
 		if recover() != nil {
 			mode = Exclusive
 		}
 	}()
-	ok, err := f(arg)
+	ok, err := f(ctx, arg)
 	if err == nil && ok {
 		return Parallel
 	}

@@ -161,6 +161,8 @@ type turnCall struct {
 	res      *Result // candidate result once prepared or dispatched
 	post     bool    // res still passes through post-execute
 	dispatch bool
+	admitOn  *shell // the gate the dispatch is admitted on (nil: none)
+	admitted bool   // admitted at prepare already (nothing to wait for)
 
 	// For the dispatch task (run on a pool worker, no closure per call).
 	tr   *turnRun
@@ -175,19 +177,30 @@ func (tc *turnCall) run() {
 	tc.tr.drive()
 }
 
-// dispatchAndReport runs around hooks and body under the admission taken
-// at prepare, then the after-around cancel check (R80), and pushes the
-// outcome on the turn's done list.
+// dispatchAndReport waits for the call's admission (R49: admission follows
+// prepare), runs around hooks and body under it, then the after-around
+// cancel check (R80), and pushes the outcome on the turn's done list. The
+// wait is here, on the dispatch's goroutine, not in the driver's prepare:
+// while this call waits, the turn commits the calls that finished (R94,
+// R95). Refused admission (ctx ended while waiting, or WOULD_DEADLOCK) is
+// the outcome, and goes on through post-execute as a single Execute's does.
 func (tc *turnCall) dispatchAndReport() {
 	tr := tc.tr
 	r := tr.reg
-	res, final := r.dispatch(tc.s, tc.h, nil)
-	if tc.s.span != nil {
-		tc.s.spanDispatched(len(tc.h.around))
+	var res *Result
+	final := false
+	if !tc.admitted {
+		res = tr.g.admit(tc.s, tc.admitOn)
 	}
-	r.releaseAdmission(tc.s)
-	if !final {
-		res = r.recheck(tc.s, res)
+	if res == nil {
+		res, final = r.dispatch(tc.s, tc.h, nil)
+		if tc.s.span != nil {
+			tc.s.spanDispatched(len(tc.h.around))
+		}
+		r.releaseAdmission(tc.s)
+		if !final {
+			res = r.recheck(tc.s, res)
+		}
 	}
 	tc.res, tc.post = res, !final
 	for {
@@ -473,8 +486,8 @@ func (tr *turnRun) classify(i int) {
 	}
 }
 
-// prepare runs the call's prepare part; true means its dispatch is admitted
-// and waits to be started.
+// prepare runs the call's prepare part; true means its dispatch (which
+// begins with its admission) waits to be started.
 func (tr *turnRun) prepare(i int) bool {
 	r, tc := tr.reg, &tr.states[i]
 	tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, tr.calls[i].ID})
@@ -488,10 +501,16 @@ func (tr *turnRun) prepare(i int) bool {
 	tc.h = r.hooksFor(tc.s)
 	res, post := r.gate(tc.s, tc.h)
 	if res == nil {
-		// Refused admission (ctx ended while waiting, or WOULD_DEADLOCK)
-		// goes on through post-execute, as a single Execute's does.
-		if res = tr.g.acquire(tc.s); res != nil {
-			post = true
+		// Admission is the dispatch's first step (dispatchAndReport), but
+		// a dispatch the gate admits at once is admitted here, so the
+		// turn's calls take their slots in model order when nothing waits
+		// (a later prepare's hooks see the earlier call admitted). One
+		// that would wait does so on its own goroutine.
+		tc.admitOn = tr.g.shell()
+		if r.admitsNow(tc.s, tc.admitOn) {
+			res = tr.g.admit(tc.s, tc.admitOn)
+			tc.admitted = res == nil
+			post = res != nil // refused admission goes on through post-execute
 		}
 	}
 	if res == nil {
@@ -585,13 +604,15 @@ func schedMode(m Mode) sched.Mode {
 	return sched.Exclusive
 }
 
-// turnGate admits a turn's dispatches on the scope's gate, one admission
-// per dispatch, released by the dispatch itself when it ends (like a single
-// Execute). The turn's driver never holds an admission while it runs
-// prepare or commit: a hook or observer there may run a nested exclusive
-// Execute in the same scope (R86), which must not wait for the turn (a
-// dispatch held for the driver to run itself is started on a worker before
-// any further user code runs). Used only by whoever drives the turn.
+// turnGate finds the scope's gate a turn's dispatches are admitted on, one
+// admission per dispatch, waited for and released by the dispatch itself
+// (like a single Execute). The turn's driver never holds an admission, nor
+// waits for one: a hook or observer in prepare or commit may run a nested
+// exclusive Execute in the same scope (R86), which must not wait for the
+// turn, and the calls that finished are committed while a later one waits
+// (R94, R95). (A dispatch held for the driver to run itself is started on a
+// worker before any further user code runs.) Used only by whoever drives
+// the turn.
 type turnGate struct {
 	reg    *Registry
 	node   *core.Node
@@ -607,12 +628,32 @@ func (g *turnGate) shell() *shell {
 	return g.sh
 }
 
-func (g *turnGate) acquire(s *execState) *Result {
-	res := g.reg.acquire(s, g.shell(), s.mode == Parallel)
+// admit admits s's dispatch on sh; a non-nil result is a refusal (ctx
+// ended while waiting, WOULD_DEADLOCK), which goes on through post-execute
+// as a single Execute's does.
+func (g *turnGate) admit(s *execState, sh *shell) *Result {
+	if res := g.reg.refusedFromCallback(s, sh); res != nil {
+		return res
+	}
+	res := g.reg.acquire(s, sh, s.mode == Parallel)
 	if res == nil && s.span != nil {
 		s.spanAdmitted()
 	}
 	return res
+}
+
+// admitsNow reports whether s's dispatch would be admitted on sh at once
+// (a snapshot: a call racing for the slot may still make it wait). A
+// nested dispatch is decided by nested admission, which may wait: never at
+// once.
+func (r *Registry) admitsNow(s *execState, sh *shell) bool {
+	if sh == nil {
+		return true
+	}
+	if s.host != nil && r.nestedCall(s) {
+		return false
+	}
+	return sh.gate.Load().Admits(s.mode == Parallel)
 }
 
 // turnFromProto answers a protobuf TurnRequest sent to a scope's PID.

@@ -230,14 +230,14 @@ func quiet(t *testing.T, ch <-chan string, what string) {
 	}
 }
 
-func always(json.RawMessage) (bool, error) { return true, nil }
+func always(context.Context, json.RawMessage) (bool, error) { return true, nil }
 
-func tool(name string, classify func(json.RawMessage) (bool, error), body func(context.Context, json.RawMessage, *runtime.RunContext) (any, error)) runtime.Definition {
+func tool(name string, classify func(context.Context, json.RawMessage) (bool, error), body func(context.Context, json.RawMessage, *runtime.RunContext) (any, error)) runtime.Definition {
 	return runtime.Definition{
 		Name: name,
 		Output: &runtime.Output{
 			Schema: map[string]any{},
-			Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+			Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{runtime.Text(string(v))}, nil
 			},
 		},
@@ -547,7 +547,7 @@ func TestTurnR92_NonParallelLiveReclassificationEndsGroup(t *testing.T) {
 	var swParallel atomic.Bool
 	swParallel.Store(true)
 	e.par("p", nil)
-	e.register(tool("sw", func(json.RawMessage) (bool, error) { return swParallel.Load(), nil }, e.body(true, nil)))
+	e.register(tool("sw", func(context.Context, json.RawMessage) (bool, error) { return swParallel.Load(), nil }, e.body(true, nil)))
 	// p0's prepare (before sw is classified live) flips sw to exclusive.
 	_, err := e.sc.OnPreExecute(func(_ context.Context, ex runtime.Execution, next func() (runtime.Decision, error)) (runtime.Decision, error) {
 		if ex.CallID() == "p0" {
@@ -785,7 +785,7 @@ func TestTurnR95_ObserverCommitPrecedesLiveReclassification(t *testing.T) {
 	e := newEnv(t)
 	var flexParallel atomic.Bool
 	flexParallel.Store(true)
-	e.register(tool("flex", func(json.RawMessage) (bool, error) { return flexParallel.Load(), nil }, e.body(false, nil)))
+	e.register(tool("flex", func(context.Context, json.RawMessage) (bool, error) { return flexParallel.Load(), nil }, e.body(false, nil)))
 	_, err := e.sc.OnResult(func(_ context.Context, ex runtime.Execution, _ *runtime.Result) error {
 		if ex.CallID() == "q0" {
 			flexParallel.Store(false)
@@ -942,7 +942,7 @@ func TestTurnR97_AbortDuringGroup(t *testing.T) {
 func TestTurnR97_AbortBeforeTurnIsAllSynthetic(t *testing.T) {
 	e := newEnv(t)
 	var classified atomic.Int32
-	e.register(tool("p", func(json.RawMessage) (bool, error) { classified.Add(1); return true, nil }, e.body(false, nil)))
+	e.register(tool("p", func(context.Context, json.RawMessage) (bool, error) { classified.Add(1); return true, nil }, e.body(false, nil)))
 	e.ex("x", nil)
 	e.recordHooks()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -18,7 +18,7 @@ import (
 // schema that guards the body (R105) and the classifier (R106).
 type typedInfo struct {
 	params     *jsonv.Schema
-	classifier func(json.RawMessage) (bool, error) // the author's, unwrapped
+	classifier func(context.Context, json.RawMessage) (bool, error) // the author's, unwrapped
 	// The helper's body only reads its argument bytes (decodes them), so
 	// it needs no private copy.
 	alwaysParallel bool
@@ -93,10 +93,10 @@ type toolOptions struct {
 	maxSchema  *MaxSchemaBytesOption
 	output     any
 	timeout    *time.Duration
-	classifier func(args json.RawMessage) (bool, error)
+	classifier func(ctx context.Context, args json.RawMessage) (bool, error)
 	parallel   bool
-	render     func(args, value json.RawMessage) ([]Block, error)
-	meta       func(args, value json.RawMessage) (any, error)
+	render     func(ctx context.Context, args, value json.RawMessage) ([]Block, error)
+	meta       func(ctx context.Context, args, value json.RawMessage) (any, error)
 	finalize   func(context.Context, Execution, *Result) ([]Block, error)
 }
 
@@ -126,25 +126,26 @@ func WithTimeout(d time.Duration) ToolOption {
 // WithParallel classifies every call with valid arguments as parallel.
 func WithParallel() ToolOption {
 	return toolOptionFunc(func(o *toolOptions) {
-		o.classifier = func(json.RawMessage) (bool, error) { return true, nil }
+		o.classifier = func(context.Context, json.RawMessage) (bool, error) { return true, nil }
 		o.parallel = true
 	})
 }
 
 // WithClassifier sets the classifier; it is only called for valid
-// arguments (R106).
-func WithClassifier(f func(args json.RawMessage) (bool, error)) ToolOption {
+// arguments (R106). Its ctx is IsConcurrencySafe's.
+func WithClassifier(f func(ctx context.Context, args json.RawMessage) (bool, error)) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.classifier = f })
 }
 
 // WithRender sets the renderer (default: a JSON string value as its text,
-// anything else as compact JSON text).
-func WithRender(f func(args, value json.RawMessage) ([]Block, error)) ToolOption {
+// anything else as compact JSON text). Its ctx carries the execution.
+func WithRender(f func(ctx context.Context, args, value json.RawMessage) ([]Block, error)) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.render = f })
 }
 
-// WithPresentationMeta sets the presentation-metadata projector (R64).
-func WithPresentationMeta(f func(args, value json.RawMessage) (any, error)) ToolOption {
+// WithPresentationMeta sets the presentation-metadata projector (R64). Its
+// ctx carries the execution.
+func WithPresentationMeta(f func(ctx context.Context, args, value json.RawMessage) (any, error)) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.meta = f })
 }
 
@@ -289,18 +290,18 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	}
 	def.typed.execPtr = reflect.ValueOf(def.Execute).Pointer()
 	if c := o.classifier; c != nil {
-		def.IsConcurrencySafe = func(args json.RawMessage) (bool, error) {
+		def.IsConcurrencySafe = func(ctx context.Context, args json.RawMessage) (bool, error) {
 			if v := pschema.Validate(args, ""); len(v) > 0 {
 				return false, nil
 			}
-			return c(args)
+			return c(ctx, args)
 		}
 		def.typed.classPtr = reflect.ValueOf(def.IsConcurrencySafe).Pointer()
 	}
 	return def, nil
 }
 
-func defaultRender(_, value json.RawMessage) ([]Block, error) {
+func defaultRender(_ context.Context, _, value json.RawMessage) ([]Block, error) {
 	// Anyone holding the Definition may call this with bytes they change
 	// later: the text is a copy.
 	if n := len(value); n >= 2 && value[0] == '"' && !hasEscape(value[1:n-1]) {

@@ -150,7 +150,7 @@ func TestNewTool_DefaultRenderCopiesCallersBytes(t *testing.T) {
 	def, err := runtime.NewTool("t", "d", func(context.Context, decodeFast, *runtime.RunContext) (string, error) { return "", nil })
 	require.NoError(t, err)
 	value := []byte(`"hello"`)
-	blocks, err := def.Output.Render(nil, value)
+	blocks, err := def.Output.Render(context.Background(), nil, value)
 	require.NoError(t, err)
 	copy(value, `"HELLO"`)
 	require.Len(t, blocks, 1)

@@ -33,7 +33,7 @@ func TestTyped_R62_LossyOutputIsInvalidToolOutput(t *testing.T) {
 
 	raw := runtime.Definition{
 		Name:   "raw",
-		Output: &runtime.Output{Schema: map[string]any{}, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output: &runtime.Output{Schema: map[string]any{}, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
 			return map[string]any{"x": math.NaN()}, nil
 		},

@@ -34,8 +34,11 @@ type Definition struct {
 	// pipeline itself never enforces it (R19, R83).
 	Timeout *time.Duration
 	// IsConcurrencySafe classifies a call: parallel only when it returns
-	// exactly (true, nil) without panicking (R36).
-	IsConcurrencySafe func(args json.RawMessage) (bool, error)
+	// exactly (true, nil) without panicking (R36). ctx carries the
+	// execution being classified (R51), so a call made with it is nested;
+	// for ExecutionMode, which classifies for no execution, it is a
+	// callback ctx that carries none (R86).
+	IsConcurrencySafe func(ctx context.Context, args json.RawMessage) (bool, error)
 	// Presenters is stored and returned by Get, never called (R10, R108).
 	// Register and Get deep-copy it (R18, R30): maps and slices of any type,
 	// recursively; pointers, structs and funcs are kept as they are, so what
@@ -50,9 +53,11 @@ type Output struct {
 	// Schema is the output JSON schema, in the subset of SPEC §10 (R100).
 	Schema any
 	// Render turns the arguments and the validated value into content.
-	Render func(args, value json.RawMessage) ([]Block, error)
-	// PresentationMeta, if set, projects metadata for top-level calls (R64).
-	PresentationMeta func(args, value json.RawMessage) (any, error)
+	// ctx carries the execution (R51): a call made with it is nested in it.
+	Render func(ctx context.Context, args, value json.RawMessage) ([]Block, error)
+	// PresentationMeta, if set, projects metadata for top-level calls
+	// (R64). ctx carries the execution, as Render's does.
+	PresentationMeta func(ctx context.Context, args, value json.RawMessage) (any, error)
 }
 
 // Block is one content block of a result.

@@ -85,7 +85,7 @@ func TestValidateValue_R100_InvalidSchemaIsUnsupportedSchema(t *testing.T) {
 	require.NoError(t, rerr)
 	t.Cleanup(func() { _ = reg.Close(context.Background()) })
 	_, rerr = reg.Global().Register(runtime.Definition{Name: "t",
-		Output:  &runtime.Output{Schema: schema, Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output:  &runtime.Output{Schema: schema, Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return nil, nil }})
 	require.Error(t, rerr)
 	assert.Equal(t, rerr.Error(), err.Error(), "the same error as Register")
@@ -101,7 +101,7 @@ func TestValidateValue_R102_AgreesWithExecute(t *testing.T) {
 	t.Cleanup(func() { _ = reg.Close(context.Background()) })
 	out := map[string]any{"line": "three", "tags": []any{"q"}}
 	_, err = reg.Global().Register(runtime.Definition{Name: "t",
-		Output:  &runtime.Output{Schema: json.RawMessage(validateSchema), Render: func(_, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
+		Output:  &runtime.Output{Schema: json.RawMessage(validateSchema), Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) { return nil, nil }},
 		Execute: func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return out, nil }})
 	require.NoError(t, err)
 	res := reg.Execute(context.Background(), runtime.Call{ID: "c", Name: "t", Arguments: json.RawMessage(`{}`)})

@@ -167,7 +167,7 @@ func RegisterGlobal(reg *runtime.Registry, st Stats) error {
 			return "git " + in.Args + ": ok", nil
 		},
 		// Parallel for read-only subcommands, exclusive for everything else.
-		runtime.WithClassifier(func(a json.RawMessage) (bool, error) {
+		runtime.WithClassifier(func(_ context.Context, a json.RawMessage) (bool, error) {
 			var in gitIn
 			if err := json.Unmarshal(a, &in); err != nil {
 				return false, err

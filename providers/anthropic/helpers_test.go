@@ -193,7 +193,7 @@ func newFixture(t testing.TB) *fixture {
 		Parameters:  json.RawMessage(`{"type":"object","properties":{}}`),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{"type":"string"}`),
-			Render: func(args, value json.RawMessage) ([]runtime.Block, error) {
+			Render: func(_ context.Context, args, value json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{runtime.Text("a red dot"),
 					{Type: "image", Data: json.RawMessage(`{"media_type":"image/png","data":"iVBORw0KGgo="}`)}}, nil
 			},

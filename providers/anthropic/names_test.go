@@ -43,7 +43,7 @@ func (b *logBuffer) String() string {
 func namedTool(name, params string) runtime.Definition {
 	return runtime.Definition{
 		Name: name, Description: "the " + name + " tool", Parameters: json.RawMessage(params),
-		Output: &runtime.Output{Schema: json.RawMessage(`{"type":"string"}`), Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+		Output: &runtime.Output{Schema: json.RawMessage(`{"type":"string"}`), Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 			var s string
 			err := json.Unmarshal(v, &s)
 			return []runtime.Block{runtime.Text(s)}, err

@@ -23,7 +23,7 @@ func rawTool(name, params string) runtime.Definition {
 		Parameters: json.RawMessage(params),
 		Output: &runtime.Output{
 			Schema: json.RawMessage(`{"type":"string"}`),
-			Render: func(_, v json.RawMessage) ([]runtime.Block, error) {
+			Render: func(_ context.Context, _, v json.RawMessage) ([]runtime.Block, error) {
 				var s string
 				err := json.Unmarshal(v, &s)
 				return []runtime.Block{runtime.Text(s)}, err
