@@ -147,16 +147,16 @@ const (
 	// this code it finds item 2 (calls through a disposed scope run
 	// unserialized: overlaps) and item 5 (a Dispose from a turn body
 	// started by a teardown's change subscriber: a hang) within seconds.
-	churnEnabledByDefault = false
+	churnEnabledByDefault = true
 	// peerEnabledByDefault: bodies call another registry with their ctx,
 	// which calls back. On this code it finds item 6 (the call back is not
 	// nested and waits behind its own ancestor: a hang) within seconds.
-	peerEnabledByDefault = false
+	peerEnabledByDefault = true
 	// subscribeEnabledByDefault: event subscriptions made and ended
 	// throughout, in bursts while Close runs. On this code a subscription
 	// accepted while Close runs is never ended (item 10): its goroutine
 	// leaks, now and then.
-	subscribeEnabledByDefault = false
+	subscribeEnabledByDefault = true
 )
 
 // ckParts are the parts of the load that can be turned on and off, and
