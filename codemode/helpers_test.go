@@ -138,3 +138,5 @@ func valueOf(t testing.TB, res *runtime.Result) programValue {
 }
 
 func timeAfter() <-chan time.Time { return time.After(waitLimit) }
+
+type ctxT = context.Context

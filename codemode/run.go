@@ -86,14 +86,14 @@ func (r *run) exec(src string) (any, error) {
 	defer cancel()
 	r.ctx = ctx
 
-	fns := r.functions()
+	fns := r.helpers()
 	f, err := fileOptions.Parse(fileName, src, 0)
 	if err != nil {
 		return nil, r.codeError(err)
 	}
 	captureLastExpr(f)
 	guardProgram(f)
-	prog, err := starlark.FileProgram(f, fns.Has)
+	prog, err := starlark.FileProgram(f, r.predeclared(fns))
 	if err != nil {
 		return nil, r.codeError(err)
 	}
@@ -225,10 +225,8 @@ func (r *run) line(n int) string {
 var helperNames = map[string]bool{"call": true, "parallel": true, "json": true, "math": true, "sum": true,
 	addName: true, mulName: true, addEqName: true, mulEqName: true}
 
-// functions is the program's predeclared names: the helpers, and each tool
-// of the calling view whose name is an identifier (the others through
-// call), read once at the start of the run.
-func (r *run) functions() starlark.StringDict {
+// helpers are the program's predeclared helpers.
+func (r *run) helpers() starlark.StringDict {
 	d := starlark.StringDict{
 		"call":     starlark.NewBuiltin("call", r.callBuiltin),
 		"parallel": starlark.NewBuiltin("parallel", r.parallelBuiltin),
@@ -237,29 +235,47 @@ func (r *run) functions() starlark.StringDict {
 		"sum":      starlark.NewBuiltin("sum", r.sum),
 	}
 	r.guards(d)
-	schemas, err := r.e.reg.View(r.parent.Agent()).Schemas()
-	if err != nil {
-		return d
-	}
-	for _, s := range schemas {
-		if callable(s.Name) {
-			name := s.Name
-			d[name] = starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-				if len(args) > 0 {
-					return nil, fmt.Errorf("%s() takes keyword arguments only, e.g. %s(name=value)", name, name)
-				}
-				res, err := r.call(name, kwargs)
-				if err != nil {
-					return nil, err
-				}
-				if !res.ok {
-					return nil, &toolError{name: name, msg: res.errMsg, code: res.code}
-				}
-				return res.value, nil
-			})
-		}
-	}
 	return d
+}
+
+// predeclared is the resolver's test for a free name: a helper, or a tool
+// of the calling view whose name is callable — as the run starts; its
+// function is added to fns as the resolver asks. Only the names the
+// program uses are looked up, so a run costs the same with 2 or 10,000
+// tools in the view.
+func (r *run) predeclared(fns starlark.StringDict) func(string) bool {
+	view := r.e.reg.View(r.parent.Agent())
+	return func(name string) bool {
+		if fns.Has(name) {
+			return true
+		}
+		if !callable(name) {
+			return false
+		}
+		if _, ok := view.Get(name); !ok {
+			return false
+		}
+		fns[name] = r.toolFunc(name)
+		return true
+	}
+}
+
+// toolFunc is a tool as a program function: keyword arguments, the value
+// (else the text), a failure raised.
+func (r *run) toolFunc(name string) *starlark.Builtin {
+	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("%s() takes keyword arguments only, e.g. %s(name=value)", name, name)
+		}
+		res, err := r.call(name, kwargs)
+		if err != nil {
+			return nil, err
+		}
+		if !res.ok {
+			return nil, &toolError{name: name, msg: res.errMsg, code: res.code}
+		}
+		return res.value, nil
+	})
 }
 
 // callable reports whether a tool is a function of its own in programs:
@@ -354,17 +370,30 @@ func (r *run) stopped() error {
 	return nil
 }
 
-func (r *run) childID(n int) string { return fmt.Sprintf("%s/%d", r.parent.CallID(), n) }
+func (r *run) childID(n int) string { return r.parent.CallID() + "/" + strconv.Itoa(n) }
 
-// kwargsJSON writes keyword arguments as a JSON object.
+// kwargsJSON writes keyword arguments as a JSON object (the interpreter
+// has already refused a repeated keyword).
 func kwargsJSON(name string, kwargs []starlark.Tuple, max int) ([]byte, error) {
-	d := starlark.NewDict(len(kwargs))
-	for _, kv := range kwargs {
-		if err := d.SetKey(kv[0], kv[1]); err != nil {
-			return nil, err
+	w := &jsonWriter{max: max}
+	w.buf.WriteByte('{')
+	var err error
+	for i, kv := range kwargs {
+		if i > 0 {
+			w.buf.WriteByte(',')
+		}
+		k, _ := kv[0].(starlark.String)
+		w.str(string(k))
+		w.buf.WriteByte(':')
+		if err = w.value(kv[1], 1); err != nil {
+			break
 		}
 	}
-	b, err := toJSON(d, max)
+	w.buf.WriteByte('}')
+	b := w.buf.Bytes()
+	if err == nil {
+		err = w.check()
+	}
 	if errors.Is(err, errTooLarge) {
 		return nil, fmt.Errorf("%s: arguments larger than %d bytes", name, max)
 	}

@@ -23,6 +23,9 @@ const maxDepth = 200
 // objects become dicts in their key order, integers ints (of any size),
 // other numbers floats.
 func fromJSON(b []byte) (starlark.Value, error) {
+	if v, ok := scalar(b); ok {
+		return v, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	v, err := decodeValue(dec, 0)
@@ -221,6 +224,39 @@ func (w *jsonWriter) seq(s starlark.Indexable, depth int) error {
 }
 
 func (w *jsonWriter) str(s string) {
-	b, _ := json.Marshal(s) // a string always marshals
-	w.buf.Write(b)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b, _ := json.Marshal(s) // a string always marshals
+			w.buf.Write(b)
+			return
+		}
+	}
+	w.buf.WriteByte('"')
+	w.buf.WriteString(s)
+	w.buf.WriteByte('"')
+}
+
+// scalar is fromJSON's fast path for the commonest values, a string
+// without escapes, a number or a literal: no decoder.
+func scalar(b []byte) (starlark.Value, bool) {
+	if len(b) == 0 {
+		return nil, false
+	}
+	switch c := b[0]; {
+	case c == '"':
+		if len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexByte(b[1:len(b)-1], '\\') < 0 && bytes.IndexByte(b[1:len(b)-1], '"') < 0 {
+			return starlark.String(b[1 : len(b)-1]), true
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		if v, err := numberValue(string(b)); err == nil {
+			return v, true
+		}
+	case string(b) == "true":
+		return starlark.True, true
+	case string(b) == "false":
+		return starlark.False, true
+	case string(b) == "null":
+		return starlark.None, true
+	}
+	return nil, false
 }
