@@ -83,7 +83,7 @@ func TestDescription_StubsCarryParametersAndTypes(t *testing.T) {
 func TestDescription_SizeFor20Tools(t *testing.T) {
 	reg, s := setup(t, codemode.Config{})
 	for i := 0; i < 18; i++ { // plus read and list_files
-		schema := fmt.Sprintf(`{"type":"object","properties":{
+		schema := (`{"type":"object","properties":{
 			"id":{"type":"string","description":"the record's identifier"},
 			"fields":{"type":"array","items":{"type":"string"},"description":"which fields to return"},
 			"limit":{"type":"integer","description":"at most this many records"}},

@@ -30,8 +30,7 @@ const (
 
 // guardProgram rewrites f in place (before it is resolved).
 func guardProgram(f *syntax.File) {
-	var fix func(p *syntax.Expr)
-	fix = func(p *syntax.Expr) {
+	fix := func(p *syntax.Expr) {
 		if *p == nil {
 			return
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolscope/toolscope/codemode"
 	"github.com/toolscope/toolscope/runtime"
@@ -340,4 +342,70 @@ func TestProgram_ParallelLimit(t *testing.T) {
 	assert.Contains(t, res.ErrorMessage(), "limit must be at least 1")
 	res = runCode(t, s, `parallel(["busy"])`)
 	assert.Contains(t, res.ErrorMessage(), "entry 0 is a string")
+}
+
+// The inner calls are children of the run_code call in the typed events
+// (what a timeline or a replay reads).
+func TestProgram_InnerCallsAreChildrenInEvents(t *testing.T) {
+	reg, s := setup(t, codemode.Config{})
+	events := make(chan runtime.Event, 64)
+	sub, err := reg.Subscribe(func(e runtime.Event) {
+		if e.Kind == runtime.ExecutionFinished {
+			events <- e
+		}
+	})
+	require.NoError(t, err)
+	defer sub.Close()
+	valueOf(t, runCode(t, s, `read(path="a")
+parallel([("read", {"path": "b"}), ("list_files", {})])`))
+	byID := map[string]runtime.Event{}
+	for len(byID) < 4 {
+		select {
+		case e := <-events:
+			byID[e.CallID] = e
+		case <-timeAfter():
+			t.Fatalf("events: got %v\n%s", byID, goroutineDump())
+		}
+	}
+	rc := byID["rc"]
+	require.Equal(t, "run_code", rc.Tool)
+	assert.True(t, rc.Parent.IsZero())
+	for _, id := range []string{"rc/1", "rc/2", "rc/3"} {
+		e, ok := byID[id]
+		require.True(t, ok, id)
+		assert.Equal(t, rc.Token, e.Parent, "%s is a child of run_code", id)
+		assert.Equal(t, "agent", e.Scope)
+	}
+	assert.Equal(t, "rc/p1", byID["rc/2"].TurnID, "parallel's calls are one turn's")
+	assert.Equal(t, "rc/p1", byID["rc/3"].TurnID)
+	assert.Empty(t, byID["rc/1"].TurnID)
+}
+
+// ... and in traces: each inner call's span is a child of run_code's.
+func TestProgram_InnerCallsAreChildrenInTraces(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	_, s := setup(t, codemode.Config{}, runtime.WithTracerProvider(tp))
+	valueOf(t, runCode(t, s, `read(path="a")
+parallel([("read", {"path": "b"})])`))
+	byCall := map[string]sdktrace.ReadOnlySpan{}
+	var turn sdktrace.ReadOnlySpan
+	for _, sp := range rec.Ended() {
+		if sp.Name() == "execute_turn" {
+			turn = sp
+		}
+		for _, kv := range sp.Attributes() {
+			if kv.Key == "gen_ai.tool.call.id" {
+				byCall[kv.Value.AsString()] = sp
+			}
+		}
+	}
+	rc, inner := byCall["rc"], byCall["rc/1"]
+	require.NotNil(t, rc)
+	require.NotNil(t, inner)
+	require.NotNil(t, turn)
+	assert.Equal(t, rc.SpanContext().SpanID(), inner.Parent().SpanID())
+	assert.Equal(t, rc.SpanContext().SpanID(), turn.Parent().SpanID(), "parallel's turn span is run_code's child")
+	require.NotNil(t, byCall["rc/2"])
+	assert.Equal(t, turn.SpanContext().SpanID(), byCall["rc/2"].Parent().SpanID())
 }

@@ -39,6 +39,7 @@ type run struct {
 	src    string
 	out    strings.Builder
 	calls  int
+	turns  int // parallel lists run so far
 
 	mu  sync.Mutex
 	hit *limitError // the first limit hit
@@ -455,7 +456,9 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 		}
 		sc = s
 	}
-	tr, err := sc.ExecuteTurn(r.ctx, calls, runtime.WithMaxParallel(limit))
+	r.turns++
+	tr, err := sc.ExecuteTurn(r.ctx, calls, runtime.WithMaxParallel(limit),
+		runtime.WithTurnID(r.parent.CallID()+"/p"+strconv.Itoa(r.turns)))
 	if err != nil {
 		return nil, fmt.Errorf("parallel: %w", err)
 	}
