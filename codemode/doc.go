@@ -68,17 +68,21 @@
 // Limits bound execution steps, tool calls per program, wall time (also
 // the call's ctx: cancelling it cancels the thread — Starlark's
 // Thread.Cancel — and the inner calls' ctx), print output, the value's
-// size and the program text. A limit hit ends the run as a CODE_LIMIT
-// failure naming the limit and its value. A program that does not parse,
-// or fails while running (including an uncaught tool failure), is a
-// CODE_ERROR failure whose message gives the line and column and the
-// failing line's text.
+// size, the program text, and the size of a value built by + or * and of
+// a range (Limits.Size). A limit hit ends the run as a CODE_LIMIT failure
+// naming the limit and its value. A program that does not parse, or fails
+// while running (including an uncaught tool failure), is a CODE_ERROR
+// failure whose message gives the line and column and the failing line's
+// text. Recursion is refused (a deep one would grow the Go stack within
+// the step limit).
 //
-// Known limit: the interpreter bounds steps, not memory. A single
-// operation (a string or list repetition) may allocate up to Starlark's
-// own 1 GiB bound, and a built-in looping in Go (list(range(n)),
-// sorted, join) runs to its end before a cancellation is seen; the step
-// limit still bounds how many such operations a program performs.
+// Known limit: the interpreter bounds steps, not memory. Limits.Size
+// closes the one-step allocations (repetition, concatenation, a range
+// materialized by list or sorted), but growth through methods
+// (list.extend, str.join, str.replace, format) is bounded only by the
+// step limit, and a built-in running in Go sees a cancellation only when
+// it returns. Run programs from untrusted models with the process's
+// memory limit in mind, or in a process of their own.
 //
 // # The description
 //
