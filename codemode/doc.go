@@ -76,13 +76,16 @@
 // text. Recursion is refused (a deep one would grow the Go stack within
 // the step limit).
 //
-// Known limit: the interpreter bounds steps, not memory. Limits.Size
-// closes the one-step allocations (repetition, concatenation, a range
-// materialized by list or sorted), but growth through methods
-// (list.extend, str.join, str.replace, format) is bounded only by the
-// step limit, and a built-in running in Go sees a cancellation only when
-// it returns. Run programs from untrusted models with the process's
-// memory limit in mind, or in a process of their own.
+// Known limit: the interpreter bounds steps, not memory, and Go cannot
+// recover from running out of it. Limits.Size closes the ways a short
+// program grows a value faster than one element per step that we know of
+// — +, *, % and their augmented forms, range, list.extend, str.join,
+// str.replace, str.format, and the text str, repr, print, fail and
+// json.encode build from values that share one large string — but Starlark
+// has no allocation accounting, so it is a list, not a proof: an error
+// message quoting a huge value, for one, is not checked. A built-in
+// running in Go sees a cancellation only when it returns. Run programs
+// from untrusted models with that in mind, or in a process of their own.
 //
 // # The description
 //

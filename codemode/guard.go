@@ -3,29 +3,44 @@ package codemode
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
+	starjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 )
 
 // Starlark bounds steps, not memory: one step of `[0] * n`, `"x" * n` or
 // `list(range(n))` allocates in proportion to n, and `s = s + s` doubles
 // per step, so a one-line program could exhaust the host's memory (a
-// fatal error no recover catches). guardProgram rewrites every `x + y` and
-// `x * y` into a call of a checked helper that refuses a result larger
-// than Limits.Size (elements of a list or tuple, bytes of a string, bits
-// of an int / 8), and `x += y` / `x *= y` on a name into a check before the
-// operation; range refuses a range longer than Limits.Size. Growth through
-// methods (list.extend, str.join, str.replace, format) is not checked: it
-// is bounded only by the step limit.
+// fatal error no recover catches). guardProgram rewrites every `x + y`,
+// `x * y` and `x % y` into a call of a checked helper that refuses a
+// result larger than Limits.Size (elements of a list or tuple, bytes of a
+// string or an int), `x += y` (and *=, %=) on a name into a check before
+// the operation, and calls of the methods that grow a value (extend, join,
+// replace, format) into a check before the call; range, str, repr, print,
+// fail and json.encode are replaced by checked versions (reprSize bounds
+// the text of a value whose parts are shared). The hidden helpers' names
+// are reserved, so a program cannot rebind them.
 
 // The hidden helpers the rewrite calls.
 const (
 	addName    = "__add__"
 	mulName    = "__mul__"
+	modName    = "__mod__"
 	addEqName  = "__add_eq__"
 	mulEqName  = "__mul_eq__"
+	modEqName  = "__mod_eq__"
+	methodName = "__method__"
 	rangeLimit = "range"
+)
+
+var (
+	binaryHelpers    = map[syntax.Token]string{syntax.PLUS: addName, syntax.STAR: mulName, syntax.PERCENT: modName}
+	augmentedHelpers = map[syntax.Token]string{syntax.PLUS_EQ: addEqName, syntax.STAR_EQ: mulEqName, syntax.PERCENT_EQ: modEqName}
+	// guardedMethods grow a value past its operands: checked before they run.
+	guardedMethods = map[string]bool{"extend": true, "join": true, "replace": true, "format": true}
 )
 
 // guardProgram rewrites f in place (before it is resolved).
@@ -35,12 +50,12 @@ func guardProgram(f *syntax.File) {
 			return
 		}
 		b, ok := (*p).(*syntax.BinaryExpr)
-		if !ok || (b.Op != syntax.PLUS && b.Op != syntax.STAR) {
+		if !ok {
 			return
 		}
-		name := addName
-		if b.Op == syntax.STAR {
-			name = mulName
+		name, ok := binaryHelpers[b.Op]
+		if !ok {
+			return
 		}
 		*p = &syntax.CallExpr{Fn: &syntax.Ident{NamePos: b.OpPos, Name: name}, Lparen: b.OpPos, Args: []syntax.Expr{b.X, b.Y}, Rparen: b.OpPos}
 	}
@@ -55,10 +70,10 @@ func guardProgram(f *syntax.File) {
 			case *syntax.AssignStmt:
 				fix(&x.LHS)
 				fix(&x.RHS)
-				if id, ok := x.LHS.(*syntax.Ident); ok && (x.Op == syntax.PLUS_EQ || x.Op == syntax.STAR_EQ) {
-					name := addEqName
-					if x.Op == syntax.STAR_EQ {
-						name = mulEqName
+				if name, ok := augmentedHelpers[x.Op]; ok {
+					id, ok := x.LHS.(*syntax.Ident)
+					if !ok {
+						break
 					}
 					x.RHS = &syntax.CallExpr{Fn: &syntax.Ident{NamePos: x.OpPos, Name: name}, Lparen: x.OpPos,
 						Args: []syntax.Expr{&syntax.Ident{NamePos: id.NamePos, Name: id.Name}, x.RHS}, Rparen: x.OpPos}
@@ -78,6 +93,12 @@ func guardProgram(f *syntax.File) {
 			case *syntax.ParenExpr:
 				fix(&x.X)
 			case *syntax.CallExpr:
+				if d, ok := x.Fn.(*syntax.DotExpr); ok && guardedMethods[d.Name.Name] {
+					// X.m(args) -> __method__(X, "m", args): checked, then called.
+					lit := &syntax.Literal{Token: syntax.STRING, TokenPos: d.NamePos, Raw: strconv.Quote(d.Name.Name), Value: d.Name.Name}
+					x.Fn = &syntax.Ident{NamePos: d.NamePos, Name: methodName}
+					x.Args = append([]syntax.Expr{d.X, lit}, x.Args...)
+				}
 				fix(&x.Fn)
 				fixAll(x.Args)
 			case *syntax.DotExpr:
@@ -160,6 +181,10 @@ func (r *run) checkSize(op syntax.Token, x, y starlark.Value) error {
 	max := int64(r.e.lim.Size)
 	var out int64
 	switch op {
+	case syntax.PERCENT:
+		if f, ok := x.(starlark.String); ok {
+			out = formatBound(string(f), '%', y, max)
+		}
 	case syntax.PLUS:
 		out = size(x) + size(y)
 	case syntax.STAR:
@@ -175,7 +200,128 @@ func (r *run) checkSize(op syntax.Token, x, y starlark.Value) error {
 		}
 	}
 	if out > max {
-		return r.limit("value size", strconv.Itoa(r.e.lim.Size)+" elements or bytes")
+		return r.sizeHit()
+	}
+	return nil
+}
+
+func (r *run) sizeHit() error {
+	return r.limit("value size", strconv.Itoa(r.e.lim.Size)+" elements or bytes")
+}
+
+// formatBound bounds the result of a format string with n placeholders
+// (each marked by mark) over args: each placeholder may show the largest.
+func formatBound(f string, mark byte, args starlark.Value, max int64) int64 {
+	n := int64(strings.Count(f, string(mark)))
+	if n == 0 {
+		return int64(len(f))
+	}
+	largest := int64(0)
+	each := func(v starlark.Value) {
+		if s := reprSize(v, max+1); s > largest {
+			largest = s
+		}
+	}
+	if t, ok := args.(starlark.Tuple); ok {
+		for _, v := range t {
+			each(v)
+		}
+	} else {
+		each(args)
+	}
+	return int64(len(f)) + mulSize(largest, n, max)
+}
+
+// reprSize bounds the length of v's str or repr, walking at most budget
+// bytes' worth: a list holding the same large string many times is small
+// in memory and huge as text.
+func reprSize(v starlark.Value, budget int64) int64 {
+	var n int64
+	var walk func(v starlark.Value, depth int)
+	walk = func(v starlark.Value, depth int) {
+		if n > budget {
+			return
+		}
+		if depth > maxDepth {
+			n = budget + 1 // deeper than any value a program can print
+			return
+		}
+		switch x := v.(type) {
+		case starlark.String:
+			n += int64(len(x)) + 2
+		case starlark.Bytes:
+			n += int64(len(x))*4 + 3
+		case starlark.Int:
+			n += size(x) * 3
+		case starlark.Indexable: // list, tuple
+			n += 2
+			for i := 0; i < x.Len() && n <= budget; i++ {
+				walk(x.Index(i), depth+1)
+				n += 2
+			}
+		case *starlark.Dict:
+			n += 2
+			for _, kv := range x.Items() {
+				if n > budget {
+					return
+				}
+				walk(kv[0], depth+1)
+				walk(kv[1], depth+1)
+				n += 4
+			}
+		case *result:
+			n += 64 + int64(len(x.errMsg)) + int64(len(x.code))
+			walk(x.value, depth+1)
+		default:
+			n += 32
+		}
+	}
+	walk(v, 0)
+	return n
+}
+
+// checkMethod refuses a guarded method call whose result would pass
+// Limits.Size.
+func (r *run) checkMethod(recv starlark.Value, name string, args starlark.Tuple, kwargs []starlark.Tuple) error {
+	max := int64(r.e.lim.Size)
+	var out int64
+	switch s := recv.(type) {
+	case *starlark.List:
+		if name == "extend" && len(args) == 1 {
+			if seq, ok := args[0].(starlark.Sequence); ok {
+				out = int64(s.Len()) + int64(seq.Len())
+			}
+		}
+	case starlark.String:
+		switch name {
+		case "join":
+			if len(args) == 1 {
+				if seq, ok := args[0].(starlark.Indexable); ok {
+					out = int64(len(s)) * int64(seq.Len())
+					for i := 0; i < seq.Len() && out <= max; i++ {
+						out += size(seq.Index(i))
+					}
+				}
+			}
+		case "replace":
+			if len(args) >= 2 {
+				old, ok1 := args[0].(starlark.String)
+				repl, ok2 := args[1].(starlark.String)
+				if ok1 && ok2 && len(repl) > len(old) {
+					k := int64(strings.Count(string(s), string(old)))
+					out = int64(len(s)) + mulSize(int64(len(repl)-len(old)), k, max)
+				}
+			}
+		case "format":
+			all := append(starlark.Tuple(nil), args...)
+			for _, kv := range kwargs {
+				all = append(all, kv[1])
+			}
+			out = formatBound(string(s), '{', all, max)
+		}
+	}
+	if out > max {
+		return r.sizeHit()
 	}
 	return nil
 }
@@ -208,8 +354,48 @@ func (r *run) guards(d starlark.StringDict) {
 	}
 	d[addName] = binary(addName, syntax.PLUS, false)
 	d[mulName] = binary(mulName, syntax.STAR, false)
+	d[modName] = binary(modName, syntax.PERCENT, false)
 	d[addEqName] = binary(addEqName, syntax.PLUS, true)
 	d[mulEqName] = binary(mulEqName, syntax.STAR, true)
+	d[modEqName] = binary(modEqName, syntax.PERCENT, true)
+	d[methodName] = starlark.NewBuiltin(methodName, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) < 2 {
+			return nil, fmt.Errorf("%s: internal helper", methodName)
+		}
+		recv, name := args[0], string(args[1].(starlark.String))
+		ha, ok := recv.(starlark.HasAttrs)
+		if !ok {
+			return nil, fmt.Errorf("%s has no .%s field or method", recv.Type(), name)
+		}
+		m, err := ha.Attr(name)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return nil, fmt.Errorf("%s has no .%s field or method", recv.Type(), name)
+		}
+		if err := r.checkMethod(recv, name, args[2:], kwargs); err != nil {
+			return nil, err
+		}
+		return starlark.Call(th, m, args[2:], kwargs)
+	})
+	// str, repr, print and fail build text from any value: bounded first.
+	for _, name := range []string{"str", "repr", "fail"} {
+		orig := starlark.Universe[name]
+		d[name] = starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if reprSize(args, int64(r.e.lim.Size)+1) > int64(r.e.lim.Size) {
+				return nil, r.sizeHit()
+			}
+			return starlark.Call(th, orig, args, kwargs)
+		})
+	}
+	printFn := starlark.Universe["print"]
+	d["print"] = starlark.NewBuiltin("print", func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if reprSize(args, int64(r.e.lim.Output)+1) > int64(r.e.lim.Output)+2*int64(len(args))+2 {
+			return nil, r.limit("output", fmt.Sprintf("%d bytes of print output", r.e.lim.Output))
+		}
+		return starlark.Call(th, printFn, args, kwargs)
+	})
 	universeRange := starlark.Universe["range"].(*starlark.Builtin)
 	d[rangeLimit] = starlark.NewBuiltin("range", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		v, err := starlark.Call(th, universeRange, args, kwargs)
@@ -221,4 +407,19 @@ func (r *run) guards(d starlark.StringDict) {
 		}
 		return v, nil
 	})
+}
+
+// jsonModule is Starlark's json module with encode bounded like str (and
+// without indent, whose output grows with depth).
+func (r *run) jsonModule() *starlarkstruct.Module {
+	encode := starjson.Module.Members["encode"]
+	return &starlarkstruct.Module{Name: "json", Members: starlark.StringDict{
+		"decode": starjson.Module.Members["decode"],
+		"encode": starlark.NewBuiltin("json.encode", func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if reprSize(args, int64(r.e.lim.Size)+1) > int64(r.e.lim.Size) {
+				return nil, r.sizeHit()
+			}
+			return starlark.Call(th, encode, args, kwargs)
+		}),
+	}}
 }

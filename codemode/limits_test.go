@@ -136,9 +136,30 @@ func TestLimits_ValueSize(t *testing.T) {
 		"x = 3\nfor i in range(40):\n    x = x * x\n",
 		"def f(x):\n    return [x] * 2000\nf(1)",
 		"[1 for _ in range(2000)]",
+		// Growth through methods, and text built from shared values.
+		"l = [1]\nfor i in range(40):\n    l.extend(l)\n",
+		"s = 'ab'\nfor i in range(40):\n    s = ''.join([s, s])\n",
+		"s = 'ab'\nfor i in range(40):\n    s = s.replace('a', 'aa')\n",
+		"s = 'x' * 900\n'{0}{0}{0}'.format(s)",
+		"s = 'x' * 900\n'%s%s' % (s, s)",
+		"s = 'x' * 900\nl = [s] * 900\nstr(l)",
+		"s = 'x' * 900\nl = [s] * 900\njson.encode(l)",
+		"s = 'x' * 900\nfail([s] * 900)",
 	} {
 		assertLimit(t, runCode(t, s, p), "value size", "1000 elements or bytes")
 	}
-	v := valueOf(t, runCode(t, s, "x = [1]\nx += [2]\nx *= 2\n[x, 'ab' * 2, 2 * 3, [0] + [1], (1,) * 2]"))
-	assert.Equal(t, `[[1,2,1,2],"abab",6,[0,1],[1,1]]`, string(v.Value))
+	assertLimit(t, runCode(t, s, "s = 'x' * 900\nprint([s] * 900)"), "output", "65536 bytes of print output")
+	v := valueOf(t, runCode(t, s, "x = [1]\nx += [2]\nx *= 2\nx.extend([3])\n"+
+		"[x, 'ab' * 2, 2 * 3, [0] + [1], (1,) * 2, 7 % 3, '%d-%s' % (1, 'a'), '{}/{k}'.format(1, k=2), '-'.join(['a', 'b']), 'aXa'.replace('X', 'YY'), str([1]), json.encode({'a': 1})]"))
+	assert.Equal(t, `[[1,2,1,2,3],"abab",6,[0,1],[1,1],1,"1-a","1/2","a-b","aYYa","[1]","{\"a\":1}"]`, string(v.Value))
+}
+
+// A program cannot rebind the hidden helpers the size checks go through.
+func TestLimits_HiddenHelpersAreReserved(t *testing.T) {
+	_, s := setup(t, codemode.Config{})
+	for _, name := range []string{"__add__", "__mul__", "__method__", "__value__"} {
+		res := runCode(t, s, "def "+name+"(a, b):\n    return a\n1 + 2")
+		assert.Equal(t, codemode.CodeError, res.Code())
+		assert.Contains(t, res.ErrorMessage(), "the name "+name+" is reserved")
+	}
 }

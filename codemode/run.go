@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	starjson "go.starlark.net/lib/json"
 	starmath "go.starlark.net/lib/math"
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
@@ -83,6 +82,14 @@ func (r *run) exec(src string) (any, error) {
 		return nil, codeLimit(&limitError{"program size", fmt.Sprintf("%d bytes; this program has %d", lim.Program, len(src))})
 	}
 	r.src = src
+	for name := range helperNames {
+		if strings.HasPrefix(name, "__") && strings.Contains(src, name) {
+			return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("run_code: the name %s is reserved", name))
+		}
+	}
+	if strings.Contains(src, valueName) {
+		return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("run_code: the name %s is reserved", valueName))
+	}
 	ctx, cancel := context.WithTimeoutCause(r.ctx, lim.Time, errWallTime)
 	defer cancel()
 	r.ctx = ctx
@@ -224,14 +231,14 @@ func (r *run) line(n int) string {
 
 // helper names are the program's predeclared functions besides the tools.
 var helperNames = map[string]bool{"call": true, "parallel": true, "json": true, "math": true, "sum": true,
-	addName: true, mulName: true, addEqName: true, mulEqName: true}
+	addName: true, mulName: true, modName: true, addEqName: true, mulEqName: true, modEqName: true, methodName: true}
 
 // helpers are the program's predeclared helpers.
 func (r *run) helpers() starlark.StringDict {
 	d := starlark.StringDict{
 		"call":     starlark.NewBuiltin("call", r.callBuiltin),
 		"parallel": starlark.NewBuiltin("parallel", r.parallelBuiltin),
-		"json":     starjson.Module,
+		"json":     r.jsonModule(),
 		"math":     starmath.Module,
 		"sum":      starlark.NewBuiltin("sum", r.sum),
 	}
