@@ -409,3 +409,16 @@ parallel([("read", {"path": "b"})])`))
 	require.NotNil(t, byCall["rc/2"])
 	assert.Equal(t, turn.SpanContext().SpanID(), byCall["rc/2"].Parent().SpanID())
 }
+
+// An int past float64's range is not lossless JSON (R47): as the value or
+// as an argument it is a program error, not run_code's invalid output
+// (found by FuzzProgram).
+func TestProgram_IntBeyondFloatRangeIsAProgramError(t *testing.T) {
+	_, s := setup(t, codemode.Config{})
+	for _, p := range []string{"2" + strings.Repeat("0", 320), "read(path=" + "3" + strings.Repeat("0", 320) + ")"} {
+		res := runCode(t, s, p)
+		assert.Equal(t, codemode.CodeError, res.Code(), res.ErrorMessage())
+		assert.Contains(t, res.ErrorMessage(), "beyond the float64 range")
+	}
+	assert.Equal(t, "1"+strings.Repeat("0", 300), string(valueOf(t, runCode(t, s, "1"+strings.Repeat("0", 300))).Value))
+}

@@ -155,6 +155,11 @@ func (w *jsonWriter) value(v starlark.Value, depth int) error {
 			w.buf.WriteString("false")
 		}
 	case starlark.Int:
+		if f := float64(x.Float()); math.IsInf(f, 0) {
+			// JSON numbers are read as float64 at the other end: a literal
+			// past its range is not lossless (R47).
+			return errors.New("cannot convert an int beyond the float64 range to JSON")
+		}
 		w.buf.WriteString(x.String())
 	case starlark.Float:
 		f := float64(x)
