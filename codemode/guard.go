@@ -337,9 +337,10 @@ func mulSize(n, k, max int64) int64 {
 }
 
 // guards are the hidden helpers of guardProgram and the bounded range.
-func (r *run) guards(d starlark.StringDict) {
+func guards(d starlark.StringDict) {
 	binary := func(name string, op syntax.Token, returnY bool) *starlark.Builtin {
-		return starlark.NewBuiltin(name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		return starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			r := runOf(th)
 			if len(args) != 2 || len(kwargs) != 0 {
 				return nil, fmt.Errorf("%s: internal helper", name)
 			}
@@ -359,6 +360,7 @@ func (r *run) guards(d starlark.StringDict) {
 	d[mulEqName] = binary(mulEqName, syntax.STAR, true)
 	d[modEqName] = binary(modEqName, syntax.PERCENT, true)
 	d[methodName] = starlark.NewBuiltin(methodName, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		r := runOf(th)
 		if len(args) < 2 {
 			return nil, fmt.Errorf("%s: internal helper", methodName)
 		}
@@ -383,6 +385,7 @@ func (r *run) guards(d starlark.StringDict) {
 	for _, name := range []string{"str", "repr", "fail"} {
 		orig := starlark.Universe[name]
 		d[name] = starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			r := runOf(th)
 			if reprSize(args, int64(r.e.lim.Size)+1) > int64(r.e.lim.Size) {
 				return nil, r.sizeHit()
 			}
@@ -391,6 +394,7 @@ func (r *run) guards(d starlark.StringDict) {
 	}
 	printFn := starlark.Universe["print"]
 	d["print"] = starlark.NewBuiltin("print", func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		r := runOf(th)
 		if reprSize(args, int64(r.e.lim.Output)+1) > int64(r.e.lim.Output)+2*int64(len(args))+2 {
 			return nil, r.limit("output", fmt.Sprintf("%d bytes of print output", r.e.lim.Output))
 		}
@@ -402,8 +406,8 @@ func (r *run) guards(d starlark.StringDict) {
 		if err != nil {
 			return nil, err
 		}
-		if s, ok := v.(starlark.Sequence); ok && int64(s.Len()) > int64(r.e.lim.Size) {
-			return nil, r.limit("value size", strconv.Itoa(r.e.lim.Size)+" elements or bytes")
+		if s, ok := v.(starlark.Sequence); ok && s.Len() > runOf(th).e.lim.Size {
+			return nil, runOf(th).sizeHit()
 		}
 		return v, nil
 	})
@@ -411,11 +415,12 @@ func (r *run) guards(d starlark.StringDict) {
 
 // jsonModule is Starlark's json module with encode bounded like str (and
 // without indent, whose output grows with depth).
-func (r *run) jsonModule() *starlarkstruct.Module {
+func jsonModule() *starlarkstruct.Module {
 	encode := starjson.Module.Members["encode"]
 	return &starlarkstruct.Module{Name: "json", Members: starlark.StringDict{
 		"decode": starjson.Module.Members["decode"],
 		"encode": starlark.NewBuiltin("json.encode", func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			r := runOf(th)
 			if reprSize(args, int64(r.e.lim.Size)+1) > int64(r.e.lim.Size) {
 				return nil, r.sizeHit()
 			}

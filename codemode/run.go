@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func (r *run) exec(src string) (any, error) {
 	defer cancel()
 	r.ctx = ctx
 
-	fns := r.helpers()
+	fns := maps.Clone(helpers) // the tools the program names are added
 	f, err := fileOptions.Parse(fileName, src, 0)
 	if err != nil {
 		return nil, r.codeError(err)
@@ -107,6 +108,7 @@ func (r *run) exec(src string) (any, error) {
 	}
 
 	th := &starlark.Thread{Name: "run_code", Print: r.print}
+	th.SetLocal(runKey, r)
 	th.SetMaxExecutionSteps(lim.Steps)
 	th.OnMaxSteps = func(*starlark.Thread) { r.limit("steps", strconv.FormatUint(lim.Steps, 10)) }
 	r.thread = th
@@ -233,17 +235,33 @@ func (r *run) line(n int) string {
 var helperNames = map[string]bool{"call": true, "parallel": true, "json": true, "math": true, "sum": true,
 	addName: true, mulName: true, modName: true, addEqName: true, mulEqName: true, modEqName: true, methodName: true}
 
-// helpers are the program's predeclared helpers.
-func (r *run) helpers() starlark.StringDict {
-	d := starlark.StringDict{
-		"call":     starlark.NewBuiltin("call", r.callBuiltin),
-		"parallel": starlark.NewBuiltin("parallel", r.parallelBuiltin),
-		"json":     r.jsonModule(),
-		"math":     starmath.Module,
-		"sum":      starlark.NewBuiltin("sum", r.sum),
+// helpers is the program's predeclared helpers, shared by every run: a
+// builtin finds its run through the thread (runOf).
+var helpers = func() starlark.StringDict {
+	method := func(name string, f func(r *run, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)) *starlark.Builtin {
+		return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			return f(runOf(th), th, b, args, kwargs)
+		})
 	}
-	r.guards(d)
+	d := starlark.StringDict{
+		"call":     method("call", (*run).callBuiltin),
+		"parallel": method("parallel", (*run).parallelBuiltin),
+		"json":     jsonModule(),
+		"math":     starmath.Module,
+		"sum":      method("sum", (*run).sum),
+	}
+	guards(d)
+	d.Freeze()
 	return d
+}()
+
+// runKey is the thread-local key of a thread's run.
+const runKey = "codemode.run"
+
+// runOf is the run a thread executes.
+func runOf(th *starlark.Thread) *run {
+	r, _ := th.Local(runKey).(*run)
+	return r
 }
 
 // predeclared is the resolver's test for a free name: a helper, or a tool
