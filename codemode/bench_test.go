@@ -66,9 +66,13 @@ func (w *benchWorld) program(b testing.TB, args json.RawMessage) {
 	}
 }
 
-func (w *benchWorld) direct(b testing.TB) {
+func (w *benchWorld) direct(b testing.TB) { w.directCtx(b, context.Background()) }
+
+// directCtx is direct with ctx: an agent's calls carry a cancellable ctx,
+// which every nested call of a program does too (the run's deadline).
+func (w *benchWorld) directCtx(b testing.TB, ctx context.Context) {
 	for i := range 16 {
-		res := w.native.Execute(context.Background(), runtime.Call{ID: w.calls[i].ID, Name: "noop", Arguments: json.RawMessage(w.calls[i].ArgumentsText)})
+		res := w.native.Execute(ctx, runtime.Call{ID: w.calls[i].ID, Name: "noop", Arguments: json.RawMessage(w.calls[i].ArgumentsText)})
 		if res.IsError() {
 			b.Fatal(res.ErrorMessage())
 		}
@@ -126,6 +130,11 @@ func BenchmarkCodeModeRatios(b *testing.B) {
 		prog, other func(w *benchWorld, b testing.TB)
 	}{
 		{"16calls-vs-16executes", func(w *benchWorld, b testing.TB) { w.program(b, w.loopArgs) }, func(w *benchWorld, b testing.TB) { w.direct(b) }},
+		{"16calls-vs-16executes-cancellable-ctx", func(w *benchWorld, b testing.TB) { w.program(b, w.loopArgs) }, func(w *benchWorld, b testing.TB) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w.directCtx(b, ctx)
+		}},
 		{"parallel16-vs-turn16", func(w *benchWorld, b testing.TB) { w.program(b, w.parArgs) }, func(w *benchWorld, b testing.TB) { w.turn(b) }},
 	}
 	for _, p := range pairs {

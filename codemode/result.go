@@ -15,7 +15,7 @@ import (
 type result struct {
 	ok     bool
 	value  starlark.Value
-	text   string
+	res    *runtime.Result // its text is rendered when a program asks (.text)
 	errMsg string
 	code   string
 }
@@ -24,7 +24,7 @@ var _ starlark.HasAttrs = (*result)(nil)
 
 // newResult converts a registry result.
 func newResult(res *runtime.Result) (*result, error) {
-	out := &result{ok: !res.IsError(), text: res.Text(), value: starlark.None}
+	out := &result{ok: !res.IsError(), res: res, value: starlark.None}
 	if !out.ok {
 		out.errMsg, out.code = res.ErrorMessage(), string(res.Code())
 		return out, nil
@@ -36,7 +36,7 @@ func newResult(res *runtime.Result) (*result, error) {
 		}
 		out.value = v
 	} else {
-		out.value = starlark.String(out.text)
+		out.value = starlark.String(res.Text())
 	}
 	return out, nil
 }
@@ -69,7 +69,10 @@ func (r *result) Attr(name string) (starlark.Value, error) {
 	case "value":
 		return r.value, nil
 	case "text":
-		return starlark.String(r.text), nil
+		if r.res == nil {
+			return starlark.String(""), nil
+		}
+		return starlark.String(r.res.Text()), nil
 	case "error":
 		return starlark.String(r.errMsg), nil
 	case "code":
