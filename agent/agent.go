@@ -155,6 +155,7 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 			out.Stop = Failed
 			return out, fmt.Errorf("agent: reading the scope's tools: %w", err)
 		}
+		tools = modelTools(scope, tools)
 		parallel := MayRunParallel(scope)
 		if o.parallel != nil {
 			parallel = *o.parallel

@@ -27,6 +27,17 @@
 // Change subscribers (OnChange) hear every tool and restriction change in
 // every scope, synchronously; a failing subscriber rolls an addition back.
 //
+// # Presentation modes
+//
+// A scope presents its tools natively (the default), as code or both
+// (Scope.SetPresentation; the nearest declaring scope on the chain wins,
+// else WithDefaultPresentation). In code and both the view ends with the
+// reserved tool run_code, installed by WithCodeMode (package codemode
+// provides it: a Starlark program calling the view's tools as nested
+// calls); in code a direct call of any other tool is UNKNOWN_TOOL telling
+// the model to call it from a run_code program. Register and Restrict
+// refuse the name run_code from users.
+//
 // # Reads
 //
 // A Scope handle reads its own key's view; Registry.View(key) reads any

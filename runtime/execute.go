@@ -164,9 +164,9 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	}
 	// R44: entry capture of the finalizer, from one load of the chain.
 	s.chain = core.Load(r.global.node, node)
-	if e, ok := s.chain.Lookup(call.Name); ok {
-		s.chainTool = e.Payload.(*toolDef)
-		s.finalizer = s.chainTool.def.FinalizeContent
+	if td, ok := r.lookup(&s.chain, call.Name); ok {
+		s.chainTool = td
+		s.finalizer = td.def.FinalizeContent
 	}
 	if s.span != nil {
 		s.spanResolved()
@@ -238,6 +238,9 @@ type gate interface {
 
 // run executes the stages of R49 for s and returns the final result.
 func (r *Registry) run(s *execState, g gate) *Result {
+	if res := r.collapse(s); res != nil {
+		return r.finish(s, res, hooks{}) // R107: before any hook
+	}
 	h := r.hooksFor(s)
 	res := r.pipeline(s, h, g)
 	return r.finish(s, res, h)

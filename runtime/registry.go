@@ -51,6 +51,7 @@ type Registry struct {
 	closeOnce sync.Once
 	closeDone chan struct{}
 	life      lifecycle // calls in flight (close.go)
+	code      *codeMode // run_code, when WithCodeMode (codemode.go)
 }
 
 // scopeRec is the registry's record of one key. It outlives a disposed
@@ -75,7 +76,9 @@ type config struct {
 	timeouts      bool         // enforce declared timeouts (WithTimeouts)
 	tracer        trace.Tracer // nil: no spans (trace.go)
 	traceContent  bool
-	meterProvider metric.MeterProvider // nil: no metrics (metrics.go)
+	meterProvider metric.MeterProvider                 // nil: no metrics (metrics.go)
+	codeFactory   func(*Registry) (RunCodeTool, error) // WithCodeMode (codemode.go)
+	presentation  Presentation                         // WithDefaultPresentation
 	// maxSchemaBytes and maxArgBytes bound schema and argument text
 	// (bounds.go); 0: the defaults.
 	maxSchemaBytes int
@@ -190,6 +193,10 @@ func New(opts ...Option) (*Registry, error) {
 		r.ownSystem = true
 	}
 	r.global = r.spawnScope(core.NewNode("", nil))
+	if err := r.installCodeMode(); err != nil {
+		_ = r.Close(context.Background())
+		return nil, err
+	}
 	if cfg.meterProvider != nil {
 		if err := r.initMetrics(cfg.meterProvider); err != nil {
 			_ = r.Close(context.Background())
@@ -341,7 +348,7 @@ func (v View) Schemas() ([]ToolSchema, error) { return v.reg.schemas(v.reg.nodeO
 
 // ExecutionMode classifies call in the view (R36); call.Agent is ignored.
 func (v View) ExecutionMode(call Call) Mode {
-	return v.reg.executionMode(v.reg.nodeOf(v.key), call.Name, call.Arguments)
+	return v.reg.executionModeOf(v.reg.nodeOf(v.key), call)
 }
 
 // Tools lists the names visible in the view, in view order.

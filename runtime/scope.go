@@ -721,7 +721,7 @@ func (s *Scope) Schemas() ([]ToolSchema, error) { return s.reg.schemas(s.viewNod
 // ExecutionMode classifies call in the scope's view (R36); call.Agent is
 // ignored.
 func (s *Scope) ExecutionMode(call Call) Mode {
-	return s.reg.executionMode(s.viewNode(), call.Name, call.Arguments)
+	return s.reg.executionModeOf(s.viewNode(), call)
 }
 
 // Tools lists the names visible in the scope's view, in view order.
@@ -730,9 +730,12 @@ func (s *Scope) Tools() []string { return s.reg.toolNames(s.viewNode()) }
 func (r *Registry) toolNames(node *core.Node) []string {
 	chain := core.Load(r.global.node, node)
 	view := chain.View()
-	out := make([]string, len(view))
+	out := make([]string, len(view), len(view)+1)
 	for i, e := range view {
 		out[i] = e.Name
+	}
+	if r.presentsCode(&chain) {
+		out = append(out, reservedName) // R107
 	}
 	return out
 }

@@ -272,11 +272,7 @@ func (td *toolDef) definition() Definition {
 
 func (r *Registry) resolve(node *core.Node, name string) (*toolDef, bool) {
 	chain := core.Load(r.global.node, node)
-	e, ok := chain.Lookup(name)
-	if !ok {
-		return nil, false
-	}
-	return e.Payload.(*toolDef), true
+	return r.lookup(&chain, name)
 }
 
 // resolveExec is resolve for an execution's own tool, live: when the chain
@@ -288,22 +284,23 @@ func (r *Registry) resolveExec(s *execState) (*toolDef, bool) {
 	if chain.Same(&s.chain) {
 		return s.chainTool, s.chainTool != nil
 	}
-	e, ok := chain.Lookup(s.name)
-	if !ok {
-		return nil, false
-	}
-	return e.Payload.(*toolDef), true
+	return r.lookup(&chain, s.name)
 }
 
 func (r *Registry) get(name string, node *core.Node) (Definition, bool) {
 	if r.closed.Load() {
 		return Definition{}, false
 	}
-	td, ok := r.resolve(node, name)
+	chain := core.Load(r.global.node, node)
+	td, ok := r.lookup(&chain, name)
 	if !ok {
 		return Definition{}, false
 	}
-	return td.definition(), true
+	d := td.definition()
+	if td == r.codeTool() {
+		d.Description = r.codeDescriptionFor(&chain, node) // R107: written for this view
+	}
+	return d, true
 }
 
 func (r *Registry) schemas(node *core.Node) ([]ToolSchema, error) {
@@ -311,8 +308,17 @@ func (r *Registry) schemas(node *core.Node) ([]ToolSchema, error) {
 		return nil, ErrClosed
 	}
 	chain := core.Load(r.global.node, node)
+	out, err := r.nativeSchemas(&chain)
+	if err != nil {
+		return nil, err
+	}
+	return r.viewWithCode(&chain, nodeKey(node), out), nil
+}
+
+// nativeSchemas projects the chain's view, without run_code (R31).
+func (r *Registry) nativeSchemas(chain *core.Chain) ([]ToolSchema, error) {
 	view := chain.View()
-	out := make([]ToolSchema, 0, len(view))
+	out := make([]ToolSchema, 0, len(view)+1)
 	for _, e := range view {
 		td := e.Payload.(*toolDef)
 		if td.paramsErr != nil {
@@ -328,17 +334,23 @@ func (r *Registry) schemas(node *core.Node) ([]ToolSchema, error) {
 }
 
 func (r *Registry) executionMode(node *core.Node, name string, args any) Mode {
-	td, ok := r.resolve(node, name)
-	if !ok {
-		return Exclusive
+	return r.executionModeOf(node, Call{Name: name, Arguments: args})
+}
+
+// executionModeOf classifies call in node's view (R36, R107).
+func (r *Registry) executionModeOf(node *core.Node, call Call) Mode {
+	chain := core.Load(r.global.node, node)
+	td, ok := r.lookup(&chain, call.Name)
+	if !ok || r.codeOnly(&chain, call.Name, call.Parent) {
+		return Exclusive // R107: a collapsed call is exclusive
 	}
 	// Arguments over the registry's bound would be refused (INVALID_ARGS):
 	// text is not read, and no classifier sees them.
 	bound := r.cfg.argBound()
-	if raw, ok := args.(json.RawMessage); ok && len(raw) > bound {
+	if raw, ok := call.Arguments.(json.RawMessage); ok && len(raw) > bound {
 		return Exclusive
 	}
-	b, err := encodeJSON(args)
+	b, err := encodeJSON(call.Arguments)
 	if err != nil || len(b) > bound {
 		return Exclusive
 	}

@@ -470,7 +470,7 @@ func (tr *turnRun) classify(i int) {
 		if !first {
 			td, ok = r.resolveExec(tc.s)
 		}
-		if ok {
+		if ok && !r.codeOnly(&tc.s.chain, tc.s.name, tc.s.parent) { // R107: collapsed calls are exclusive
 			mode = td.classifyExec(tc.s)
 		}
 	}
@@ -494,9 +494,14 @@ func (tr *turnRun) prepare(i int) bool {
 	if c := core.Load(r.global.node, tr.node); !c.Same(&tc.s.chain) { // hooks and guards as of this start
 		tc.s.chain = c
 		tc.s.chainTool = nil
-		if e, ok := c.Lookup(tc.s.name); ok {
-			tc.s.chainTool = e.Payload.(*toolDef)
+		tc.s.chainTool, _ = r.lookup(&c, tc.s.name)
+	}
+	if res := r.collapse(tc.s); res != nil { // R107: before any hook
+		tc.res, tc.h = res, hooks{}
+		if err := tr.t.Prepared(i, false); err != nil {
+			_ = tr.t.Fail(err)
 		}
+		return false
 	}
 	tc.h = r.hooksFor(tc.s)
 	res, post := r.gate(tc.s, tc.h)

@@ -233,6 +233,18 @@ func (c *Chain) View() []*Entry {
 	return view
 }
 
+// Presentation is the mode declared by the nearest layer on the chain that
+// declares one, the viewer's own first and the global layer last; 0 when
+// none does (R107).
+func (c *Chain) Presentation() uint8 {
+	for i := 0; i < c.n; i++ {
+		if p := c.At(i).presentation; p != 0 {
+			return p
+		}
+	}
+	return c.Global.presentation
+}
+
 func (c *Chain) hasRestrictions() bool {
 	for i := 0; i < c.n; i++ {
 		if len(c.At(i).Restrictions) > 0 {

@@ -110,6 +110,10 @@ type Layer struct {
 	// mutation: heap per idle scope is a budget).
 	cb *callbacks
 
+	// presentation is the mode the scope declares (0: none; the runtime
+	// gives the other values their meaning, R107).
+	presentation uint8
+
 	orderOnce sync.Once
 	ordered   []*Entry
 }
@@ -173,7 +177,7 @@ func (l *Layer) GuardGen() uint64 {
 
 // IsEmpty reports whether the layer holds no registrations at all.
 func (l *Layer) IsEmpty() bool {
-	if l.tools.n != 0 || len(l.Restrictions) != 0 {
+	if l.tools.n != 0 || len(l.Restrictions) != 0 || l.presentation != 0 {
 		return false
 	}
 	if l.cb == nil {
@@ -194,7 +198,22 @@ func (l *Layer) clone() *Layer {
 		nextSeq:      l.nextSeq,
 		Restrictions: l.Restrictions,
 		cb:           l.cb,
+		presentation: l.presentation,
 	}
+	return n
+}
+
+// Presentation is the presentation mode the layer declares (0: none).
+func (l *Layer) Presentation() uint8 { return l.presentation }
+
+// WithPresentation returns a layer declaring mode p (0: none), or l itself
+// when it already declares p.
+func (l *Layer) WithPresentation(p uint8) *Layer {
+	if l.presentation == p {
+		return l
+	}
+	n := l.clone()
+	n.presentation = p
 	return n
 }
 

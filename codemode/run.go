@@ -1,0 +1,568 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+
+	starmath "go.starlark.net/lib/math"
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// fileName is the program's name in positions.
+const fileName = "program"
+
+// valueName is the hidden global the program's last expression is
+// assigned to.
+const valueName = "__value__"
+
+// fileOptions: top-level loops and reassignment (a program is a script),
+// while and set; no recursion (a deep recursion would grow the Go stack
+// within the step limit).
+var fileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true}
+
+// run is one program run: a fresh thread, its limits' state, its output.
+type run struct {
+	e      *engine
+	ctx    context.Context // the run's: the call's ctx bounded by Limits.Time
+	parent runtime.Execution
+	thread *starlark.Thread
+	src    string
+	out    strings.Builder
+	calls  int
+	turns  int // parallel lists run so far
+
+	mu  sync.Mutex
+	hit *limitError // the first limit hit
+}
+
+// limitError is a limit hit: it names the limit and its value.
+type limitError struct{ limit, value string }
+
+func (l *limitError) Error() string {
+	return fmt.Sprintf("run_code stopped: the %s limit (%s) was reached", l.limit, l.value)
+}
+
+func newRun(e *engine, ctx context.Context, parent runtime.Execution) *run {
+	return &run{e: e, ctx: ctx, parent: parent}
+}
+
+// limit records the first limit hit and stops the thread.
+func (r *run) limit(name, value string) *limitError {
+	r.mu.Lock()
+	if r.hit == nil {
+		r.hit = &limitError{limit: name, value: value}
+	}
+	hit := r.hit
+	r.mu.Unlock()
+	if r.thread != nil {
+		r.thread.Cancel(hit.Error())
+	}
+	return hit
+}
+
+func (r *run) limitHit() *limitError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hit
+}
+
+// exec runs src and returns run_code's value, or its failure.
+func (r *run) exec(src string) (any, error) {
+	lim := r.e.lim
+	if len(src) > lim.Program {
+		return nil, codeLimit(&limitError{"program size", fmt.Sprintf("%d bytes; this program has %d", lim.Program, len(src))})
+	}
+	r.src = src
+	for name := range helperNames {
+		if strings.HasPrefix(name, "__") && strings.Contains(src, name) {
+			return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("run_code: the name %s is reserved", name))
+		}
+	}
+	if strings.Contains(src, valueName) {
+		return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("run_code: the name %s is reserved", valueName))
+	}
+	ctx, cancel := context.WithTimeoutCause(r.ctx, lim.Time, errWallTime)
+	defer cancel()
+	r.ctx = ctx
+
+	fns := maps.Clone(helpers) // the tools the program names are added
+	f, err := fileOptions.Parse(fileName, src, 0)
+	if err != nil {
+		return nil, r.codeError(err)
+	}
+	captureLastExpr(f)
+	guardProgram(f)
+	prog, err := starlark.FileProgram(f, r.predeclared(fns))
+	if err != nil {
+		return nil, r.codeError(err)
+	}
+
+	th := &starlark.Thread{Name: "run_code", Print: r.print}
+	th.SetLocal(runKey, r)
+	th.SetMaxExecutionSteps(lim.Steps)
+	th.OnMaxSteps = func(*starlark.Thread) { r.limit("steps", strconv.FormatUint(lim.Steps, 10)) }
+	r.thread = th
+	stop := context.AfterFunc(ctx, func() {
+		if context.Cause(ctx) == errWallTime {
+			r.limit("time", lim.Time.String())
+			return
+		}
+		th.Cancel("the call was cancelled")
+	})
+	globals, err := prog.Init(th, fns)
+	stop()
+	if hit := r.limitHit(); hit != nil {
+		return nil, codeLimit(hit)
+	}
+	if cerr := r.ctx.Err(); cerr != nil {
+		if context.Cause(ctx) == errWallTime {
+			return nil, codeLimit(r.limit("time", lim.Time.String()))
+		}
+		return nil, fmt.Errorf("run_code: the call was cancelled: %w", cerr)
+	}
+	if err != nil {
+		return nil, r.codeError(err)
+	}
+	val := globals[valueName]
+	if val == nil || val == starlark.None {
+		if v, ok := globals["result"]; ok {
+			val = v
+		}
+	}
+	if val == nil {
+		val = starlark.None
+	}
+	b, err := toJSON(val, lim.Output)
+	if errors.Is(err, errTooLarge) {
+		return nil, codeLimit(&limitError{"output", fmt.Sprintf("%d bytes of value", lim.Output)})
+	}
+	if err != nil {
+		return nil, runtime.NewError(NameError, CodeError, "run_code: the program's value: "+err.Error())
+	}
+	return map[string]any{"value": json.RawMessage(b), "output": r.out.String(), "calls": r.calls}, nil
+}
+
+var errWallTime = errors.New("run_code wall time limit")
+
+func codeLimit(l *limitError) error { return runtime.NewError(NameLimit, CodeLimit, l.Error()) }
+
+// captureLastExpr assigns the program's last statement, when it is an
+// expression, to valueName: the program's value.
+func captureLastExpr(f *syntax.File) {
+	n := len(f.Stmts)
+	if n == 0 {
+		return
+	}
+	es, ok := f.Stmts[n-1].(*syntax.ExprStmt)
+	if !ok {
+		return
+	}
+	pos, _ := es.X.Span()
+	f.Stmts[n-1] = &syntax.AssignStmt{OpPos: pos, Op: syntax.EQ, LHS: &syntax.Ident{NamePos: pos, Name: valueName}, RHS: es.X}
+}
+
+// print captures the program's print output, bounded by Limits.Output.
+func (r *run) print(_ *starlark.Thread, msg string) {
+	if r.out.Len()+len(msg)+1 > r.e.lim.Output {
+		r.limit("output", fmt.Sprintf("%d bytes of print output", r.e.lim.Output))
+		return
+	}
+	r.out.WriteString(msg)
+	r.out.WriteByte('\n')
+}
+
+// codeError renders a parse, resolve or runtime error with its line,
+// column and the line's text.
+func (r *run) codeError(err error) error {
+	var (
+		pos syntax.Position
+		msg = err.Error()
+	)
+	var se syntax.Error
+	var rl resolve.ErrorList
+	var ee *starlark.EvalError
+	switch {
+	case errors.As(err, &se):
+		pos, msg = se.Pos, "syntax error: "+se.Msg
+	case errors.As(err, &rl) && len(rl) > 0:
+		pos, msg = rl[0].Pos, rl[0].Msg
+		if len(rl) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(rl)-1)
+		}
+	case errors.As(err, &ee):
+		msg = ee.Msg
+		for i := len(ee.CallStack) - 1; i >= 0; i-- {
+			if p := ee.CallStack[i].Pos; p.Filename() == fileName {
+				pos = p
+				break
+			}
+		}
+	}
+	if !pos.IsValid() {
+		return runtime.NewError(NameError, CodeError, "run_code: "+msg)
+	}
+	line := r.line(int(pos.Line))
+	text := fmt.Sprintf("run_code: line %d:%d: %s\n  %s", pos.Line, pos.Col, msg, line)
+	if pos.Col >= 1 {
+		text += "\n  " + strings.Repeat(" ", int(pos.Col)-1) + "^"
+	}
+	return runtime.NewError(NameError, CodeError, text)
+}
+
+func (r *run) line(n int) string {
+	lines := strings.Split(r.src, "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	l := strings.TrimRight(lines[n-1], "\r")
+	if len(l) > 200 {
+		l = l[:200] + "…"
+	}
+	return l
+}
+
+// helper names are the program's predeclared functions besides the tools.
+var helperNames = map[string]bool{"call": true, "parallel": true, "json": true, "math": true, "sum": true,
+	addName: true, mulName: true, modName: true, addEqName: true, mulEqName: true, modEqName: true, methodName: true}
+
+// helpers is the program's predeclared helpers, shared by every run: a
+// builtin finds its run through the thread (runOf).
+var helpers = func() starlark.StringDict {
+	method := func(name string, f func(r *run, th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)) *starlark.Builtin {
+		return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			return f(runOf(th), th, b, args, kwargs)
+		})
+	}
+	d := starlark.StringDict{
+		"call":     method("call", (*run).callBuiltin),
+		"parallel": method("parallel", (*run).parallelBuiltin),
+		"json":     jsonModule(),
+		"math":     starmath.Module,
+		"sum":      method("sum", (*run).sum),
+	}
+	guards(d)
+	d.Freeze()
+	return d
+}()
+
+// runKey is the thread-local key of a thread's run.
+const runKey = "codemode.run"
+
+// runOf is the run a thread executes.
+func runOf(th *starlark.Thread) *run {
+	r, _ := th.Local(runKey).(*run)
+	return r
+}
+
+// predeclared is the resolver's test for a free name: a helper, or a tool
+// of the calling view whose name is callable — as the run starts; its
+// function is added to fns as the resolver asks. Only the names the
+// program uses are looked up, so a run costs the same with 2 or 10,000
+// tools in the view.
+func (r *run) predeclared(fns starlark.StringDict) func(string) bool {
+	view := r.e.reg.View(r.parent.Agent())
+	return func(name string) bool {
+		if fns.Has(name) {
+			return true
+		}
+		if !callable(name) {
+			return false
+		}
+		if _, ok := view.Get(name); !ok {
+			return false
+		}
+		fns[name] = r.toolFunc(name)
+		return true
+	}
+}
+
+// toolFunc is a tool as a program function: keyword arguments, the value
+// (else the text), a failure raised.
+func (r *run) toolFunc(name string) *starlark.Builtin {
+	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) > 0 {
+			return nil, fmt.Errorf("%s() takes keyword arguments only, e.g. %s(name=value)", name, name)
+		}
+		res, err := r.call(name, kwargs)
+		if err != nil {
+			return nil, err
+		}
+		if !res.ok {
+			return nil, &toolError{name: name, msg: res.errMsg, code: res.code}
+		}
+		return res.value, nil
+	})
+}
+
+// callable reports whether a tool is a function of its own in programs:
+// an identifier that is neither a keyword, a helper, nor run_code itself
+// (which a program cannot call), nor a Starlark built-in it would hide.
+func callable(name string) bool {
+	if name == runtime.RunCodeName || helperNames[name] || starlark.Universe.Has(name) || !isIdent(name) {
+		return false
+	}
+	return true
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return !keywords[s]
+}
+
+var keywords = map[string]bool{
+	"and": true, "break": true, "continue": true, "def": true, "elif": true, "else": true, "for": true,
+	"if": true, "in": true, "lambda": true, "load": true, "not": true, "or": true, "pass": true,
+	"return": true, "while": true, "as": true, "assert": true, "async": true, "await": true, "class": true,
+	"del": true, "except": true, "finally": true, "from": true, "global": true, "import": true, "is": true,
+	"nonlocal": true, "raise": true, "try": true, "with": true, "yield": true,
+	"None": true, "True": true, "False": true,
+}
+
+// toolError is a tool's failure raised in the program: its message and
+// code.
+type toolError struct{ name, msg, code string }
+
+func (e *toolError) Error() string {
+	if e.code != "" {
+		return fmt.Sprintf("tool %s failed [%s]: %s", e.name, e.code, e.msg)
+	}
+	return fmt.Sprintf("tool %s failed: %s", e.name, e.msg)
+}
+
+// reserve counts n calls against Limits.Calls.
+func (r *run) reserve(n int) error {
+	if r.calls+n > r.e.lim.Calls {
+		return r.limit("tool calls", strconv.Itoa(r.e.lim.Calls))
+	}
+	r.calls += n
+	return nil
+}
+
+// call runs one tool call as a nested Execute of the run_code execution.
+func (r *run) call(name string, kwargs []starlark.Tuple) (*result, error) {
+	args, err := kwargsJSON(name, kwargs, r.e.lim.Output)
+	if err != nil {
+		return nil, err
+	}
+	if name == runtime.RunCodeName {
+		return nil, errors.New("run_code cannot be called from a program")
+	}
+	if err := r.reserve(1); err != nil {
+		return nil, err
+	}
+	res := r.e.reg.Execute(r.ctx, runtime.Call{
+		ID:        r.childID(r.calls),
+		RootID:    r.parent.RootCallID(),
+		Name:      name,
+		Agent:     r.parent.Agent(),
+		Parent:    r.parent.Token(),
+		Arguments: json.RawMessage(args),
+	})
+	if err := r.stopped(); err != nil {
+		return nil, err
+	}
+	return newResult(res)
+}
+
+// stopped is the error that ends the program after a call returned: a
+// limit hit or the run's ctx ending.
+func (r *run) stopped() error {
+	if hit := r.limitHit(); hit != nil {
+		return hit
+	}
+	if r.ctx.Err() != nil {
+		if context.Cause(r.ctx) == errWallTime {
+			return r.limit("time", r.e.lim.Time.String())
+		}
+		return r.ctx.Err()
+	}
+	return nil
+}
+
+func (r *run) childID(n int) string { return r.parent.CallID() + "/" + strconv.Itoa(n) }
+
+// kwargsJSON writes keyword arguments as a JSON object (the interpreter
+// has already refused a repeated keyword).
+func kwargsJSON(name string, kwargs []starlark.Tuple, max int) ([]byte, error) {
+	w := &jsonWriter{max: max}
+	w.buf.WriteByte('{')
+	var err error
+	for i, kv := range kwargs {
+		if i > 0 {
+			w.buf.WriteByte(',')
+		}
+		k, _ := kv[0].(starlark.String)
+		w.str(string(k))
+		w.buf.WriteByte(':')
+		if err = w.value(kv[1], 1); err != nil {
+			break
+		}
+	}
+	w.buf.WriteByte('}')
+	b := w.buf.Bytes()
+	if err == nil {
+		err = w.check()
+	}
+	if errors.Is(err, errTooLarge) {
+		return nil, fmt.Errorf("%s: arguments larger than %d bytes", name, max)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: arguments: %w", name, err)
+	}
+	return b, nil
+}
+
+// callBuiltin is call(name, **args): the result object, never raising for
+// the tool's own failure.
+func (r *run) callBuiltin(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var name string
+	if err := starlark.UnpackPositionalArgs("call", args, nil, 1, &name); err != nil {
+		return nil, err
+	}
+	return r.call(name, kwargs)
+}
+
+// parallelBuiltin is parallel(calls, limit=n): the calls, each a
+// (name, {args}) pair, as one nested turn; the results in order.
+func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var list starlark.Iterable
+	limit := r.e.lim.Parallel
+	if err := starlark.UnpackArgs("parallel", args, kwargs, "calls", &list, "limit?", &limit); err != nil {
+		return nil, err
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("parallel: limit must be at least 1, got %d", limit)
+	}
+	var calls []runtime.TurnCall
+	it := list.Iterate()
+	defer it.Done()
+	var x starlark.Value
+	for it.Next(&x) {
+		if len(calls) >= r.e.lim.Calls {
+			return nil, r.limit("tool calls", strconv.Itoa(r.e.lim.Calls))
+		}
+		name, argsText, err := r.spec(x, len(calls))
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, runtime.TurnCall{Name: name, ArgumentsText: string(argsText)})
+	}
+	if err := r.reserve(len(calls)); err != nil {
+		return nil, err
+	}
+	if len(calls) == 0 {
+		return starlark.NewList(nil), nil
+	}
+	for i := range calls {
+		calls[i].ID = r.childID(r.calls - len(calls) + i + 1)
+	}
+	sc := r.e.reg.Global()
+	if key := r.parent.Agent(); key != "" {
+		s, ok := r.e.reg.Scope(key)
+		if !ok {
+			return nil, fmt.Errorf("parallel: scope %q is gone", key)
+		}
+		sc = s
+	}
+	r.turns++
+	tr, err := sc.ExecuteTurn(r.ctx, calls, runtime.WithMaxParallel(limit),
+		runtime.WithTurnID(r.parent.CallID()+"/p"+strconv.Itoa(r.turns)))
+	if err != nil {
+		return nil, fmt.Errorf("parallel: %w", err)
+	}
+	if err := r.stopped(); err != nil {
+		return nil, err
+	}
+	out := make([]starlark.Value, len(calls))
+	for i := range calls {
+		if i >= len(tr.Results) {
+			out[i] = &result{errMsg: "the call did not run (the turn failed)", code: ""}
+			continue
+		}
+		res, err := newResult(tr.Results[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	return starlark.NewList(out), nil
+}
+
+// spec reads one entry of a parallel list: (name, {args}) or (name,).
+func (r *run) spec(x starlark.Value, i int) (string, []byte, error) {
+	seq, ok := x.(starlark.Indexable)
+	if _, isStr := x.(starlark.String); isStr || !ok || seq.Len() < 1 || seq.Len() > 2 {
+		return "", nil, fmt.Errorf("parallel: entry %d is a %s; want (name, {args})", i, x.Type())
+	}
+	name, ok := seq.Index(0).(starlark.String)
+	if !ok {
+		return "", nil, fmt.Errorf("parallel: entry %d: the tool name is a %s, want a string", i, seq.Index(0).Type())
+	}
+	if string(name) == runtime.RunCodeName {
+		return "", nil, errors.New("run_code cannot be called from a program")
+	}
+	if seq.Len() == 1 {
+		return string(name), []byte("{}"), nil
+	}
+	d, ok := seq.Index(1).(*starlark.Dict)
+	if !ok {
+		return "", nil, fmt.Errorf("parallel: entry %d: the arguments are a %s, want a dict", i, seq.Index(1).Type())
+	}
+	b, err := toJSON(d, r.e.lim.Output)
+	if errors.Is(err, errTooLarge) {
+		return "", nil, fmt.Errorf("parallel: entry %d: arguments larger than %d bytes", i, r.e.lim.Output)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("parallel: entry %d: arguments: %w", i, err)
+	}
+	return string(name), b, nil
+}
+
+// sum is Python's sum(iterable, start=0), which Starlark lacks: models
+// write it often.
+// Each element counts as an execution step, and the loop stops at a limit
+// hit or at the run's ctx ending, like the interpreter's own loops.
+func (r *run) sum(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var it starlark.Iterable
+	var acc starlark.Value = starlark.MakeInt(0)
+	if err := starlark.UnpackPositionalArgs("sum", args, kwargs, 1, &it, &acc); err != nil {
+		return nil, err
+	}
+	iter := it.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		th.Steps++
+		if th.Steps > r.e.lim.Steps {
+			return nil, r.limit("steps", strconv.FormatUint(r.e.lim.Steps, 10))
+		}
+		if th.Steps%1024 == 0 {
+			if err := r.stopped(); err != nil {
+				return nil, err
+			}
+		}
+		v, err := starlark.Binary(syntax.PLUS, acc, x)
+		if err != nil {
+			return nil, fmt.Errorf("sum: %w", err)
+		}
+		acc = v
+	}
+	return acc, nil
+}
