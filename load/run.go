@@ -55,6 +55,24 @@ type callArgs struct {
 	Parallel bool  `json:"parallel,omitempty"`
 }
 
+// text is the arguments' JSON, as json.Marshal writes it (without its
+// reflection: the generator writes one per call).
+func (a callArgs) text() string {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"sleep_ns":`...)
+	b = strconv.AppendInt(b, a.SleepNs, 10)
+	if a.Fail {
+		b = append(b, `,"fail":true`...)
+	}
+	if a.Hang {
+		b = append(b, `,"hang":true`...)
+	}
+	if a.Parallel {
+		b = append(b, `,"parallel":true`...)
+	}
+	return string(append(b, '}'))
+}
+
 type injectedError struct{}
 
 func (injectedError) Error() string { return "injected failure (the scenario's failureRate)" }
@@ -145,8 +163,7 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 		if t.Mode == ModeByArgument {
 			args.Parallel = a.rng.Float64() < *t.ParallelFraction
 		}
-		b, _ := json.Marshal(args)
-		calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: t.Name, ArgumentsText: string(b)}
+		calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: t.Name, ArgumentsText: args.text()}
 	}
 	return id, calls
 }

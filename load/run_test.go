@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime/pprof"
 	"strings"
@@ -177,6 +178,20 @@ func TestRun_OpenLoopShowsQueueingClosedLoopDoesNot(t *testing.T) {
 	var b strings.Builder
 	_ = gated.WriteSummary(&b)
 	t.Logf("gated open loop:\n%s", b.String())
+}
+
+// TestCallArgs_TextIsJSONMarshal: the hand-written argument text is what
+// encoding/json writes for every combination.
+func TestCallArgs_TextIsJSONMarshal(t *testing.T) {
+	for _, ns := range []int64{0, 1, 123456789, 1 << 62} {
+		for bits := range 8 {
+			a := callArgs{SleepNs: ns, Fail: bits&1 != 0, Hang: bits&2 != 0, Parallel: bits&4 != 0}
+			want, _ := json.Marshal(a)
+			if got := a.text(); got != string(want) {
+				t.Fatalf("%+v: %s, want %s", a, got, want)
+			}
+		}
+	}
 }
 
 // TestRun_InterruptReportsWhatRan: ending the ctx mid-run stops it; the
