@@ -172,11 +172,19 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 // ran. It returns when every turn is done, when the scenario's duration has
 // passed (no new turn starts; those in flight finish), or when ctx ends
 // (those in flight are cancelled and count with the codes they end with);
-// the report says which (Report.Stopped). The error is for a registry that
-// could not be built; a run cut short still reports.
-func Run(ctx context.Context, sc *Scenario, opts Options) (*Report, error) {
-	if sc.Seed == nil {
-		sc.Defaults()
+// the report says which (Report.Stopped). The error is for a scenario
+// Parse would refuse (a *ScenarioError: a scenario built in Go is checked
+// here, on a copy with the defaults filled in) or a registry that could
+// not be built; a run cut short still reports.
+func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error) {
+	if scenario == nil {
+		return nil, &ScenarioError{[]FieldError{{"$", "no scenario"}}}
+	}
+	cp := *scenario
+	sc := &cp
+	sc.Defaults()
+	if probs := sc.check(); len(probs) > 0 {
+		return nil, &ScenarioError{probs}
 	}
 	regOpts := []runtime.Option{runtime.WithTimeouts()}
 	if sc.Registry != nil && sc.Registry.MaxParallel > 0 {

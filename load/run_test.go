@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/pprof"
 	"strings"
@@ -227,4 +228,54 @@ func TestRun_DurationStopsStartingTurns(t *testing.T) {
 	if r.Stopped != StoppedDuration || r.TurnsDone != r.TurnsStarted || r.Results != r.Calls || sumCounts(r.Failures) != 0 {
 		t.Fatalf("report: %+v", r)
 	}
+}
+
+// TestRun_ScenarioBuiltInGoIsChecked: Run refuses what Parse would, with
+// the paths, instead of running a scenario that cannot run.
+func TestRun_ScenarioBuiltInGoIsChecked(t *testing.T) {
+	sc := &Scenario{Name: "go", Agents: Agents{Count: 1}, Turns: Turns{PerAgent: 1, CallsPerTurn: IntRange{1, 1}},
+		Load: LoadModel{Model: ModelOpen}}
+	_, err := Run(context.Background(), sc, Options{})
+	var se *ScenarioError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "$.tools: at least one tool") || !strings.Contains(err.Error(), "$.load.rate") {
+		t.Fatalf("got %v", err)
+	}
+	if sc.Seed != nil || sc.Load.MaxInFlight != 0 {
+		t.Fatalf("Run changed the caller's scenario: %+v", sc)
+	}
+	if _, err := Run(context.Background(), nil, Options{}); !errors.As(err, &se) {
+		t.Fatalf("nil scenario: %v", err)
+	}
+}
+
+// TestCompare_MarksBeyondNoiseInTheWorseDirection: a doubled latency is a
+// regression, a halved one an improvement, a 10 % change and sub-0.05 ms
+// changes are noise, and a failure rate from nothing is marked.
+func TestCompare_MarksBeyondNoiseInTheWorseDirection(t *testing.T) {
+	a := &Report{Results: 100, Failures: map[string]int64{}}
+	a.TurnLatency = Latency{P50Ms: 10, P90Ms: 10, P99Ms: 10, P999Ms: 10}
+	a.CallLatency = Latency{P50Ms: 0.01, P90Ms: 10, P99Ms: 10, P999Ms: 10}
+	a.Throughput.TurnsPerSecond = 100
+	b := *a
+	b.Failures = map[string]int64{"X": 5}
+	b.TurnLatency = Latency{P50Ms: 20, P90Ms: 5, P99Ms: 11, P999Ms: 10}
+	b.CallLatency = Latency{P50Ms: 0.04, P90Ms: 10, P99Ms: 10, P999Ms: 10}
+	b.Throughput.TurnsPerSecond = 300
+	got := map[string]Diff{}
+	for _, d := range Compare(a, &b, 0) {
+		got[d.Metric] = d
+	}
+	check := func(metric string, marked, regression bool) {
+		t.Helper()
+		if d := got[metric]; d.Marked != marked || d.Regression != regression {
+			t.Errorf("%s: %+v, want marked %v regression %v", metric, d, marked, regression)
+		}
+	}
+	check("turn p50 ms", true, true)
+	check("turn p90 ms", true, false)
+	check("turn p99 ms", false, false)
+	check("call p50 ms", false, false) // 4× but 0.03 ms
+	check("throughput turns/s", true, false)
+	check("failure rate", true, true)
+	check("throughput calls/s", false, false) // 0 and 0
 }
