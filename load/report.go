@@ -22,6 +22,24 @@ const (
 	StoppedInterrupted = "interrupted" // the caller's ctx ended (Ctrl-C)
 )
 
+// The timeline is sampled every timelineEvery; past maxTimeline samples
+// every other one is dropped and the interval doubles, so a run of any
+// length keeps at most maxTimeline.
+const (
+	timelineEvery = 100 * time.Millisecond
+	maxTimeline   = 4096
+)
+
+// Sample is one point of a run's timeline: the counts so far at Seconds
+// after the start, and the turns in flight then (the queue depth).
+type Sample struct {
+	Seconds       float64 `json:"t"`
+	TurnsDone     int64   `json:"turnsDone"`
+	Results       int64   `json:"results"`
+	Failures      int64   `json:"failures"`
+	TurnsInFlight int64   `json:"turnsInFlight"`
+}
+
 // maxToolHistograms bounds the tools that get a latency histogram of their
 // own in the per-tool breakdown (the others are counted only).
 const maxToolHistograms = 64
@@ -109,6 +127,11 @@ type Report struct {
 
 	Tools map[string]*ToolReport `json:"tools"`
 
+	// Timeline samples the run's progress and queue depth over time (every
+	// 100 ms, coarser for long runs: at most 4096 samples), for throughput
+	// and queue depth over time.
+	Timeline []Sample `json:"timeline"`
+
 	// Events: calls whose finished event arrived, events lost to the
 	// subscriber's full buffer, and results without a finished event.
 	Events struct {
@@ -157,6 +180,7 @@ type collector struct {
 	byCode   map[string]int64
 	perTool  map[string]*ToolReport
 	maxAgent int64
+	timeline []Sample
 
 	evMu      sync.Mutex // guards the event side (the subscriber's goroutine)
 	callLat   *hdr.Histogram
@@ -292,6 +316,27 @@ func (c *collector) awaitEvents(sub *runtime.Subscription, wait time.Duration) {
 	}
 }
 
+// sample appends a point to the timeline; true when it thinned the
+// timeline (the caller doubles its interval).
+func (c *collector) sample() bool {
+	p := Sample{Seconds: time.Since(c.start).Seconds(), TurnsDone: c.turnsDone.Load(), Results: c.results.Load(),
+		Failures: c.failures.Load(), TurnsInFlight: c.inFlight.Load()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeline = append(c.timeline, p)
+	if len(c.timeline) < maxTimeline {
+		return false
+	}
+	kept := c.timeline[:0]
+	for i, s := range c.timeline {
+		if i%2 == 1 || i == len(c.timeline)-1 {
+			kept = append(kept, s)
+		}
+	}
+	c.timeline = kept
+	return true
+}
+
 func (c *collector) progress() Progress {
 	return Progress{
 		Elapsed: time.Since(c.start), TurnsPlanned: c.turnsPlanned, TurnsDone: c.turnsDone.Load(),
@@ -313,6 +358,7 @@ func (c *collector) report(sc *Scenario, agents int, elapsed time.Duration, drop
 	c.mu.Lock()
 	r.Failures = c.byCode
 	r.Tools = c.perTool
+	r.Timeline = c.timeline
 	r.TurnLatency = summarise(c.turnLat)
 	r.QueueDepth.MaxTurnsInFlight = c.maxInFlight.Load()
 	r.QueueDepth.MaxTurnsInFlightPerAgent = c.maxAgent

@@ -261,6 +261,26 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		}()
 	}
 
+	progressWG.Add(1)
+	go func() { // the timeline
+		defer progressWG.Done()
+		every := timelineEvery
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-progressDone:
+				col.sample()
+				return
+			case <-tk.C:
+				if col.sample() {
+					every *= 2
+					tk.Reset(every)
+				}
+			}
+		}
+	}()
+
 	switch sc.Load.Model {
 	case ModelOpen:
 		runOpen(ctx, startCtx, sc, agents, col)

@@ -160,6 +160,18 @@ func TestRun_OpenLoopShowsQueueingClosedLoopDoesNot(t *testing.T) {
 	if closed.QueueDepth.MaxTurnsInFlightPerAgent != 1 {
 		t.Fatalf("closed loop: %d turns in flight for the agent, want 1", closed.QueueDepth.MaxTurnsInFlightPerAgent)
 	}
+	// The timeline ends with the final counts and never goes backwards.
+	for _, r := range []*Report{closed, open} {
+		tl := r.Timeline
+		if len(tl) == 0 || tl[len(tl)-1].TurnsDone != 10 || tl[len(tl)-1].Results != 10 || tl[len(tl)-1].TurnsInFlight != 0 {
+			t.Fatalf("%s timeline: %+v", r.Model, tl)
+		}
+		for i := 1; i < len(tl); i++ {
+			if tl[i].Seconds < tl[i-1].Seconds || tl[i].TurnsDone < tl[i-1].TurnsDone || tl[i].Results < tl[i-1].Results {
+				t.Fatalf("%s timeline goes backwards at %d: %+v", r.Model, i, tl)
+			}
+		}
+	}
 	if open.QueueDepth.MaxTurnsInFlightPerAgent < 2 {
 		t.Fatalf("open loop: the turns never queued (max %d in flight)", open.QueueDepth.MaxTurnsInFlightPerAgent)
 	}
@@ -278,4 +290,29 @@ func TestCompare_MarksBeyondNoiseInTheWorseDirection(t *testing.T) {
 	check("throughput turns/s", true, false)
 	check("failure rate", true, true)
 	check("throughput calls/s", false, false) // 0 and 0
+}
+
+// TestCollector_TimelineStaysBounded: a long run's timeline is thinned to
+// at most maxTimeline samples, oldest first, keeping the newest.
+func TestCollector_TimelineStaysBounded(t *testing.T) {
+	c := newCollector(nil)
+	c.start = time.Now()
+	thinned := 0
+	for i := range 3 * maxTimeline {
+		c.turnsDone.Store(int64(i))
+		if c.sample() {
+			thinned++
+		}
+		if len(c.timeline) >= maxTimeline {
+			t.Fatalf("%d samples after %d", len(c.timeline), i+1)
+		}
+	}
+	if thinned == 0 || c.timeline[len(c.timeline)-1].TurnsDone != int64(3*maxTimeline-1) {
+		t.Fatalf("thinned %d times, last %+v", thinned, c.timeline[len(c.timeline)-1])
+	}
+	for i := 1; i < len(c.timeline); i++ {
+		if c.timeline[i].TurnsDone <= c.timeline[i-1].TurnsDone {
+			t.Fatalf("out of order at %d", i)
+		}
+	}
 }
