@@ -3,6 +3,7 @@ module github.com/toolscope/toolscope
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/prometheus/client_golang v1.24.1
 	github.com/stretchr/testify v1.12.1

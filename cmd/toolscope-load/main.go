@@ -1,0 +1,180 @@
+// Command toolscope-load runs a load scenario (package load) against an
+// in-process toolscope registry: it prints progress while it runs, stops
+// cleanly on Ctrl-C with the report of what ran, prints a summary table
+// (throughput, call and turn latency p50/p90/p99/p99.9, admission wait,
+// queue depth, failures by code, time saved by parallelism) and writes
+// report.json.
+//
+//	go run ./cmd/toolscope-load                      # the embedded closed-loop example
+//	go run ./cmd/toolscope-load -scenario my.json -out report.json
+//	go run ./cmd/toolscope-load -scenario example:open
+//	go run ./cmd/toolscope-load -schema > scenario.schema.json
+//	go run ./cmd/toolscope-load -compare a.json b.json
+//
+// Exit status: 0 after a run (interrupted or not), 1 when the run could not
+// start or the report could not be written, 2 for bad flags or a bad
+// scenario (every bad field is named by its JSON path).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolscope/toolscope/load"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command without the process: args without the program name.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("toolscope-load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	scenario := fs.String("scenario", "example:closed", "scenario file, or example:NAME for an embedded one ("+strings.Join(prefixed(load.Examples()), ", ")+")")
+	out := fs.String("out", "report.json", "write the report as JSON to this file (empty: don't)")
+	every := fs.Duration("progress", time.Second, "print progress this often to stderr (0: never)")
+	printSchema := fs.Bool("schema", false, "print the scenario format's JSON Schema and exit")
+	compare := fs.Bool("compare", false, "compare two report.json files given as arguments (A then B) and exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *printSchema {
+		_, _ = stdout.Write(load.Schema())
+		return 0
+	}
+	if *compare {
+		if fs.NArg() != 2 {
+			fmt.Fprintln(stderr, "toolscope-load: -compare takes two report files: -compare a.json b.json")
+			return 2
+		}
+		return compareFiles(fs.Arg(0), fs.Arg(1), stdout, stderr)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "toolscope-load: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+
+	var data []byte
+	var err error
+	if name, ok := strings.CutPrefix(*scenario, "example:"); ok {
+		data, err = load.Example(name)
+	} else {
+		data, err = readBounded(*scenario, load.MaxScenarioBytes)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
+		return 2
+	}
+	sc, err := load.Parse(data)
+	if err != nil {
+		var se *load.ScenarioError
+		if errors.As(err, &se) {
+			fmt.Fprintf(stderr, "toolscope-load: %s: bad scenario:\n", *scenario)
+			for _, p := range se.Problems {
+				fmt.Fprintf(stderr, "  %s\n", p)
+			}
+			return 2
+		}
+		fmt.Fprintln(stderr, "toolscope-load:", err)
+		return 2
+	}
+
+	fmt.Fprintf(stderr, "toolscope-load: %s: %d agents, %d turns each, %s loop (Ctrl-C stops and reports)\n",
+		sc.Name, sc.AgentCount(), sc.Turns.PerAgent, sc.Load.Model)
+	opts := load.Options{}
+	if *every > 0 {
+		opts.ProgressEvery = *every
+		opts.Progress = func(p load.Progress) {
+			fmt.Fprintf(stderr, "  %6.1fs  turns %d/%d (%d in flight)  calls %d  failed %d\n",
+				p.Elapsed.Seconds(), p.TurnsDone, p.TurnsPlanned, p.TurnsInFlight, p.Calls, p.Failures)
+		}
+	}
+	rep, err := load.Run(ctx, sc, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout)
+	if err := rep.WriteSummary(stdout); err != nil {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
+		return 1
+	}
+	if *out != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*out, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "toolscope-load: report:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "\nreport: %s\n", *out)
+	}
+	return 0
+}
+
+func prefixed(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "example:" + n
+	}
+	return out
+}
+
+// readBounded reads a file of at most limit bytes.
+func readBounded(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: more than %d bytes", path, limit)
+	}
+	return b, nil
+}
+
+// compareFiles prints two reports side by side; exit status 0 when no
+// regression is marked, 3 when one is (so a script can gate on it).
+func compareFiles(pa, pb string, stdout, stderr io.Writer) int {
+	var reps [2]*load.Report
+	for i, p := range []string{pa, pb} {
+		b, err := readBounded(p, 64<<20)
+		if err == nil {
+			reps[i] = new(load.Report)
+			err = json.Unmarshal(b, reps[i])
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "toolscope-load: %s: %v\n", p, err)
+			return 2
+		}
+	}
+	diffs := load.Compare(reps[0], reps[1], load.DefaultNoise)
+	if err := load.WriteComparison(stdout, reps[0], reps[1], diffs); err != nil {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
+		return 1
+	}
+	for _, d := range diffs {
+		if d.Regression {
+			return 3
+		}
+	}
+	return 0
+}

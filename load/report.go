@@ -1,0 +1,457 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// How a run stopped (Report.Stopped).
+const (
+	StoppedComplete    = "complete"    // every planned turn ran
+	StoppedDuration    = "duration"    // the scenario's duration passed first
+	StoppedInterrupted = "interrupted" // the caller's ctx ended (Ctrl-C)
+)
+
+// The timeline is sampled every timelineEvery; past maxTimeline samples
+// every other one is dropped and the interval doubles, so a run of any
+// length keeps at most maxTimeline.
+const (
+	timelineEvery = 100 * time.Millisecond
+	maxTimeline   = 4096
+)
+
+// Sample is one point of a run's timeline: the counts so far at Seconds
+// after the start, and the turns in flight then (the queue depth).
+type Sample struct {
+	Seconds       float64 `json:"t"`
+	TurnsDone     int64   `json:"turnsDone"`
+	Results       int64   `json:"results"`
+	Failures      int64   `json:"failures"`
+	TurnsInFlight int64   `json:"turnsInFlight"`
+}
+
+// maxToolHistograms bounds the tools that get a latency histogram of their
+// own in the per-tool breakdown (the others are counted only).
+const maxToolHistograms = 64
+
+// Latency summarises one HDR histogram (3 significant digits, 1 µs to 24 h),
+// in milliseconds.
+type Latency struct {
+	Count  int64   `json:"count"`
+	MinMs  float64 `json:"minMs"`
+	MeanMs float64 `json:"meanMs"`
+	P50Ms  float64 `json:"p50Ms"`
+	P90Ms  float64 `json:"p90Ms"`
+	P99Ms  float64 `json:"p99Ms"`
+	P999Ms float64 `json:"p999Ms"`
+	MaxMs  float64 `json:"maxMs"`
+}
+
+// ToolReport is one tool's part of a run.
+type ToolReport struct {
+	Calls    int64            `json:"calls"`
+	Failures map[string]int64 `json:"failures,omitempty"`
+	// Latency is the calls' time in the registry (absent past the first 64 tools).
+	Latency *Latency `json:"latency,omitempty"`
+}
+
+// Report is what a run measured; report.json is its JSON.
+//
+// Call latency is a call's time in the registry, from entering it to its
+// final result (admission wait included); call service is its dispatch
+// (around hooks and body). Turn latency is ExecuteTurn's time, counted in
+// the open model from the turn's intended start (its arrival), so it
+// includes the time the turn waited for the generator, a slot, or the
+// scope's admission. Admission wait is the wait of dispatched calls between
+// entering the registry and being admitted (runtime.Event.AdmissionWait).
+// These come from the registry's typed events (runtime.Registry.Subscribe);
+// Events says how many were delivered and lost.
+type Report struct {
+	Scenario  string    `json:"scenario"`
+	Model     string    `json:"model"`
+	Seed      int64     `json:"seed"`
+	Agents    int       `json:"agents"`
+	StartedAt time.Time `json:"startedAt"`
+	Elapsed   float64   `json:"elapsedSeconds"`
+	Stopped   string    `json:"stopped"`
+
+	TurnsPlanned int64 `json:"turnsPlanned"`
+	TurnsStarted int64 `json:"turnsStarted"`
+	TurnsDone    int64 `json:"turnsDone"`
+	// TurnErrors counts turns whose ExecuteTurn returned an error (R98).
+	TurnErrors int64 `json:"turnErrors"`
+	// Calls counts the calls of the turns started; Results those that
+	// got a result (every call, unless a turn ended with an error).
+	Calls   int64 `json:"calls"`
+	Results int64 `json:"results"`
+	// Failures counts failed results by code (CodeUncoded: no code).
+	Failures map[string]int64 `json:"failures"`
+
+	Throughput struct {
+		TurnsPerSecond float64 `json:"turnsPerSecond"`
+		CallsPerSecond float64 `json:"callsPerSecond"`
+	} `json:"throughput"`
+
+	CallLatency   Latency `json:"callLatency"`
+	CallService   Latency `json:"callService"`
+	TurnLatency   Latency `json:"turnLatency"`
+	AdmissionWait Latency `json:"admissionWait"`
+
+	// QueueDepth: the most turns in flight at once, overall and for one
+	// agent scope (in the closed model at most 1 per agent by construction).
+	QueueDepth struct {
+		MaxTurnsInFlight         int64 `json:"maxTurnsInFlight"`
+		MaxTurnsInFlightPerAgent int64 `json:"maxTurnsInFlightPerAgent"`
+	} `json:"queueDepth"`
+
+	// Parallelism: SerialSeconds is the sum of the turns' calls' dispatch
+	// times (what the turns would take one call after another), TurnSeconds
+	// the sum of the turns' running times from their go-ahead; Saved is the
+	// difference (negative when the scheduling cost more than overlapping
+	// saved).
+	Parallelism struct {
+		SerialSeconds float64 `json:"serialSeconds"`
+		TurnSeconds   float64 `json:"turnSeconds"`
+		SavedSeconds  float64 `json:"savedSeconds"`
+	} `json:"parallelism"`
+
+	Tools map[string]*ToolReport `json:"tools"`
+
+	// Timeline samples the run's progress and queue depth over time (every
+	// 100 ms, coarser for long runs: at most 4096 samples), for throughput
+	// and queue depth over time.
+	Timeline []Sample `json:"timeline"`
+
+	// Events: calls whose finished event arrived, events lost to the
+	// subscriber's full buffer, and results without a finished event.
+	Events struct {
+		Finished int64 `json:"finished"`
+		Dropped  int64 `json:"dropped"`
+		Missing  int64 `json:"missing"`
+	} `json:"events"`
+}
+
+func newHist() *hdr.Histogram { return hdr.New(1, int64(MaxLatency/time.Microsecond), 3) }
+
+func record(h *hdr.Histogram, d time.Duration) {
+	us := d.Microseconds()
+	if us < 1 {
+		us = 1
+	}
+	if hi := h.HighestTrackableValue(); us > hi {
+		us = hi
+	}
+	_ = h.RecordValue(us)
+}
+
+func summarise(h *hdr.Histogram) Latency {
+	ms := func(v int64) float64 { return float64(v) / 1000 }
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	return Latency{
+		Count: h.TotalCount(), MinMs: ms(h.Min()), MeanMs: h.Mean() / 1000,
+		P50Ms: ms(h.ValueAtQuantile(50)), P90Ms: ms(h.ValueAtQuantile(90)),
+		P99Ms: ms(h.ValueAtQuantile(99)), P999Ms: ms(h.ValueAtQuantile(99.9)), MaxMs: ms(h.Max()),
+	}
+}
+
+// collector gathers a run's measurements: turns and results from the
+// generator's goroutines, calls from the registry's events.
+type collector struct {
+	start        time.Time
+	turnsPlanned int64
+
+	turnsStarted, turnsDone, inFlight, maxInFlight atomic.Int64
+	calls, results, failures, turnErrors           atomic.Int64
+
+	mu       sync.Mutex // guards the fields below
+	turnLat  *hdr.Histogram
+	byCode   map[string]int64
+	perTool  map[string]*ToolReport
+	maxAgent int64
+	timeline []Sample
+
+	evMu      sync.Mutex // guards the event side (the subscriber's goroutine)
+	callLat   *hdr.Histogram
+	service   *hdr.Histogram
+	admission *hdr.Histogram
+	toolLat   map[string]*hdr.Histogram
+	finished  int64
+	turnStart map[string]time.Time
+	serial    time.Duration
+	turnRun   time.Duration
+}
+
+func newCollector(*Scenario) *collector {
+	return &collector{
+		turnLat: newHist(), byCode: map[string]int64{}, perTool: map[string]*ToolReport{},
+		callLat: newHist(), service: newHist(), admission: newHist(),
+		toolLat: map[string]*hdr.Histogram{}, turnStart: map[string]time.Time{},
+	}
+}
+
+// turn runs one turn of agent a and records it; intended is when it was
+// meant to start.
+func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runtime.TurnCall, intended time.Time) {
+	c.turnsStarted.Add(1)
+	c.calls.Add(int64(len(calls)))
+	raiseMax(&c.maxInFlight, c.inFlight.Add(1))
+	raiseMax(&a.maxIn, a.inFlight.Add(1))
+	res, err := a.scope.ExecuteTurn(ctx, calls, runtime.WithTurnID(id))
+	done := time.Now()
+	a.inFlight.Add(-1)
+	c.inFlight.Add(-1)
+	c.turnsDone.Add(1)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := a.maxIn.Load(); m > c.maxAgent {
+		c.maxAgent = m
+	}
+	record(c.turnLat, done.Sub(intended))
+	var results []*runtime.Result
+	if res != nil {
+		results = res.Results
+	}
+	if err != nil {
+		c.turnErrors.Add(1)
+	}
+	for i, call := range calls {
+		tr := c.perTool[call.Name]
+		if tr == nil {
+			tr = &ToolReport{}
+			c.perTool[call.Name] = tr
+		}
+		tr.Calls++
+		if i >= len(results) {
+			continue // no result: the turn ended with an error (counted in TurnErrors)
+		}
+		c.results.Add(1)
+		r := results[i]
+		if !r.IsError() {
+			continue
+		}
+		code := string(r.Code())
+		if code == "" {
+			code = CodeUncoded
+		}
+		c.failures.Add(1)
+		c.byCode[code]++
+		if tr.Failures == nil {
+			tr.Failures = map[string]int64{}
+		}
+		tr.Failures[code]++
+	}
+}
+
+// event records one registry event (the subscriber).
+func (c *collector) event(e runtime.Event) {
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	switch e.Kind {
+	case runtime.ExecutionFinished:
+		c.finished++
+		lat := e.At.Sub(e.EnteredAt)
+		record(c.callLat, lat)
+		h := c.toolLat[e.Tool]
+		if h == nil && len(c.toolLat) < maxToolHistograms {
+			h = newHist()
+			c.toolLat[e.Tool] = h
+		}
+		if h != nil {
+			record(h, lat)
+		}
+		if !e.DispatchDoneAt.IsZero() {
+			record(c.admission, e.AdmissionWait())
+			svc := e.DispatchDoneAt.Sub(e.StartedAt)
+			record(c.service, svc)
+			if e.TurnID != "" {
+				c.serial += svc
+			}
+		}
+	case runtime.TurnStarted:
+		c.turnStart[e.TurnID] = e.At
+	case runtime.TurnFinished:
+		if s, ok := c.turnStart[e.TurnID]; ok {
+			c.turnRun += e.At.Sub(s)
+			delete(c.turnStart, e.TurnID)
+		}
+	}
+}
+
+func (c *collector) finishedEvents() int64 {
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	return c.finished
+}
+
+// awaitEvents waits, at most wait, until a finished event has arrived for
+// every result; it gives up early once events were dropped and none has
+// arrived for 100 ms (the missing ones will never come).
+func (c *collector) awaitEvents(sub *runtime.Subscription, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	last, lastChange := int64(-1), time.Now()
+	for time.Now().Before(deadline) {
+		n := c.finishedEvents()
+		if n >= c.results.Load() {
+			return
+		}
+		if n != last {
+			last, lastChange = n, time.Now()
+		} else if sub.Dropped() > 0 && time.Since(lastChange) > 100*time.Millisecond {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// sample appends a point to the timeline; true when it thinned the
+// timeline (the caller doubles its interval).
+func (c *collector) sample() bool {
+	p := Sample{Seconds: time.Since(c.start).Seconds(), TurnsDone: c.turnsDone.Load(), Results: c.results.Load(),
+		Failures: c.failures.Load(), TurnsInFlight: c.inFlight.Load()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timeline = append(c.timeline, p)
+	if len(c.timeline) < maxTimeline {
+		return false
+	}
+	kept := c.timeline[:0]
+	for i, s := range c.timeline {
+		if i%2 == 1 || i == len(c.timeline)-1 {
+			kept = append(kept, s)
+		}
+	}
+	c.timeline = kept
+	return true
+}
+
+func (c *collector) progress() Progress {
+	return Progress{
+		Elapsed: time.Since(c.start), TurnsPlanned: c.turnsPlanned, TurnsDone: c.turnsDone.Load(),
+		TurnsInFlight: c.inFlight.Load(), Calls: c.calls.Load(), Failures: c.failures.Load(),
+	}
+}
+
+func (c *collector) report(sc *Scenario, agents int, elapsed time.Duration, dropped int64) *Report {
+	r := &Report{
+		Scenario: sc.Name, Model: sc.Load.Model, Seed: *sc.Seed, Agents: agents,
+		StartedAt: c.start.UTC(), Elapsed: elapsed.Seconds(),
+		TurnsPlanned: c.turnsPlanned, TurnsStarted: c.turnsStarted.Load(), TurnsDone: c.turnsDone.Load(),
+		TurnErrors: c.turnErrors.Load(), Calls: c.calls.Load(), Results: c.results.Load(),
+	}
+	if s := elapsed.Seconds(); s > 0 {
+		r.Throughput.TurnsPerSecond = float64(r.TurnsDone) / s
+		r.Throughput.CallsPerSecond = float64(r.Results) / s
+	}
+	c.mu.Lock()
+	r.Failures = c.byCode
+	r.Tools = c.perTool
+	r.Timeline = c.timeline
+	r.TurnLatency = summarise(c.turnLat)
+	r.QueueDepth.MaxTurnsInFlight = c.maxInFlight.Load()
+	r.QueueDepth.MaxTurnsInFlightPerAgent = c.maxAgent
+	c.mu.Unlock()
+
+	c.evMu.Lock()
+	r.CallLatency = summarise(c.callLat)
+	r.CallService = summarise(c.service)
+	r.AdmissionWait = summarise(c.admission)
+	for name, h := range c.toolLat {
+		if tr := r.Tools[name]; tr != nil {
+			l := summarise(h)
+			tr.Latency = &l
+		}
+	}
+	r.Parallelism.SerialSeconds = c.serial.Seconds()
+	r.Parallelism.TurnSeconds = c.turnRun.Seconds()
+	r.Parallelism.SavedSeconds = (c.serial - c.turnRun).Seconds()
+	r.Events.Finished = c.finished
+	c.evMu.Unlock()
+	r.Events.Dropped = dropped
+	if m := r.Results - r.Events.Finished; m > 0 {
+		r.Events.Missing = m
+	}
+	return r
+}
+
+// WriteSummary writes the report as a table a person reads at a glance.
+func (r *Report) WriteSummary(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	p("scenario\t%s (%s loop, seed %d, %d agents)\n", r.Scenario, r.Model, r.Seed, r.Agents)
+	p("run\t%.2f s, %s\n", r.Elapsed, r.Stopped)
+	p("turns\t%d done of %d planned (%d started, %d errors)\n", r.TurnsDone, r.TurnsPlanned, r.TurnsStarted, r.TurnErrors)
+	p("calls\t%d made, %d results, %d failed\n", r.Calls, r.Results, sumCounts(r.Failures))
+	p("throughput\t%.1f turns/s, %.1f calls/s\n", r.Throughput.TurnsPerSecond, r.Throughput.CallsPerSecond)
+	p("queue depth\tmax %d turns in flight, max %d for one agent\n", r.QueueDepth.MaxTurnsInFlight, r.QueueDepth.MaxTurnsInFlightPerAgent)
+	p("parallelism\t%.3f s of calls ran in %.3f s of turns: %.3f s saved\n", r.Parallelism.SerialSeconds, r.Parallelism.TurnSeconds, r.Parallelism.SavedSeconds)
+	p("\n")
+	p("latency (ms)\tcount\tp50\tp90\tp99\tp99.9\tmax\tmean\n")
+	row := func(name string, l Latency) {
+		p("%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\n", name, l.Count, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, l.MeanMs)
+	}
+	row("turn", r.TurnLatency)
+	row("call", r.CallLatency)
+	row("call service", r.CallService)
+	row("admission wait", r.AdmissionWait)
+	for _, name := range sortedToolNames(r.Tools) {
+		if l := r.Tools[name].Latency; l != nil {
+			row("  "+name, *l)
+		}
+	}
+	if len(r.Failures) > 0 {
+		p("\nfailures\tcount\n")
+		codes := make([]string, 0, len(r.Failures))
+		for c := range r.Failures {
+			codes = append(codes, c)
+		}
+		sort.Strings(codes)
+		for _, c := range codes {
+			p("%s\t%d\n", c, r.Failures[c])
+		}
+	}
+	if r.Events.Dropped > 0 || r.Events.Missing > 0 {
+		p("\nevents\t%d finished, %d dropped, %d results without an event: call latencies cover only the calls with events\n",
+			r.Events.Finished, r.Events.Dropped, r.Events.Missing)
+	}
+	return tw.Flush()
+}
+
+// raiseMax sets *m to n if n is larger.
+func raiseMax(m *atomic.Int64, n int64) {
+	for {
+		old := m.Load()
+		if n <= old || m.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func sumCounts(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func sortedToolNames(m map[string]*ToolReport) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

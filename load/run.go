@@ -1,0 +1,447 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// CodeInjectedFailure is the code of a failure a tool's failureRate draws.
+const CodeInjectedFailure = "LOAD_INJECTED_FAILURE"
+
+// CodeUncoded stands in the failure counts for a failure without a code
+// (a denial, a plain error).
+const CodeUncoded = "UNCODED"
+
+// Options configures Run.
+type Options struct {
+	// Progress, if set, is called about every ProgressEvery (default 1 s)
+	// while the run goes on, from a goroutine of its own, and once at the end.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+	// RegistryOptions are added to the options of the registry under test
+	// (after WithTimeouts and the scenario's registry settings).
+	RegistryOptions []runtime.Option
+	// EventWait bounds how long Run waits, once the last turn has returned,
+	// for the registry's events to be delivered (default 10 s).
+	EventWait time.Duration
+}
+
+// Progress is a snapshot of a run in progress.
+type Progress struct {
+	Elapsed       time.Duration
+	TurnsPlanned  int64
+	TurnsDone     int64
+	TurnsInFlight int64
+	Calls         int64
+	Failures      int64
+}
+
+// callArgs are the arguments the generator gives a simulated tool: every
+// random draw is made by the generator, so the bodies are deterministic.
+type callArgs struct {
+	SleepNs  int64 `json:"sleep_ns"`
+	Fail     bool  `json:"fail,omitempty"`
+	Hang     bool  `json:"hang,omitempty"`
+	Parallel bool  `json:"parallel,omitempty"`
+}
+
+// text is the arguments' JSON, as json.Marshal writes it (without its
+// reflection: the generator writes one per call).
+func (a callArgs) text() string {
+	b := make([]byte, 0, 64)
+	b = append(b, `{"sleep_ns":`...)
+	b = strconv.AppendInt(b, a.SleepNs, 10)
+	if a.Fail {
+		b = append(b, `,"fail":true`...)
+	}
+	if a.Hang {
+		b = append(b, `,"hang":true`...)
+	}
+	if a.Parallel {
+		b = append(b, `,"parallel":true`...)
+	}
+	return string(append(b, '}'))
+}
+
+type injectedError struct{}
+
+func (injectedError) Error() string { return "injected failure (the scenario's failureRate)" }
+func (injectedError) Name() string  { return "InjectedFailure" }
+func (injectedError) Code() string  { return CodeInjectedFailure }
+
+// toolDefinition builds the simulated tool t: it sleeps its drawn latency
+// (ending early when its ctx ends), fails when told to, or runs until its
+// ctx ends (the registry's timeout) when told to hang.
+func toolDefinition(t Tool) (runtime.Definition, error) {
+	out := strings.Repeat("x", t.OutputBytes)
+	body := func(ctx context.Context, in callArgs, _ *runtime.RunContext) (string, error) {
+		if in.Hang {
+			<-ctx.Done() // a hang is drawn only for a tool with an enforced timeout
+			return "", ctx.Err()
+		}
+		if in.SleepNs > 0 {
+			tm := time.NewTimer(time.Duration(in.SleepNs))
+			select {
+			case <-tm.C:
+			case <-ctx.Done():
+				tm.Stop()
+				return "", ctx.Err()
+			}
+		}
+		if in.Fail {
+			return "", injectedError{}
+		}
+		return out, nil
+	}
+	opts := []runtime.ToolOption{}
+	switch t.Mode {
+	case ModeParallel:
+		opts = append(opts, runtime.WithParallel())
+	case ModeByArgument:
+		opts = append(opts, runtime.WithClassifier(func(_ context.Context, args json.RawMessage) (bool, error) {
+			var a struct {
+				Parallel bool `json:"parallel"`
+			}
+			if err := json.Unmarshal(args, &a); err != nil {
+				return false, err
+			}
+			return a.Parallel, nil
+		}))
+	}
+	if t.Timeout > 0 {
+		opts = append(opts, runtime.WithTimeout(t.Timeout.D()))
+	}
+	return runtime.NewTool(t.Name, "simulated tool "+t.Name+" ("+t.Mode+")", body, opts...)
+}
+
+// agent is one scope of the forest and its generator.
+type agent struct {
+	key      string
+	depth    int
+	scope    *runtime.Scope
+	rng      *rand.Rand // used by one goroutine at a time: its loop (closed) or the arrivals (open)
+	picks    []int      // the tools it may call
+	cum      []float64  // cumulative weights of picks
+	inFlight atomic.Int64
+	maxIn    atomic.Int64
+	turns    int
+}
+
+// nextTurn draws the calls of the agent's next turn and names it.
+func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
+	cp := sc.Turns.CallsPerTurn
+	n := cp.Min + a.rng.IntN(cp.Max-cp.Min+1)
+	calls := make([]runtime.TurnCall, n)
+	turn := a.turns
+	a.turns++
+	id := a.key + "/" + strconv.Itoa(turn)
+	for i := range calls {
+		x := a.rng.Float64() * a.cum[len(a.cum)-1]
+		j := 0
+		for j < len(a.cum)-1 && a.cum[j] <= x {
+			j++
+		}
+		t := &sc.Tools[a.picks[j]]
+		args := callArgs{SleepNs: int64(t.Latency.Sample(a.rng))}
+		u := a.rng.Float64()
+		switch {
+		case u < t.FailureRate:
+			args.Fail = true
+		case u < t.FailureRate+t.TimeoutRate:
+			args.Hang = true
+		}
+		if t.Mode == ModeByArgument {
+			args.Parallel = a.rng.Float64() < *t.ParallelFraction
+		}
+		calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: t.Name, ArgumentsText: args.text()}
+	}
+	return id, calls
+}
+
+// Run runs the scenario against a new in-process registry and reports what
+// ran. It returns when every turn is done, when the scenario's duration has
+// passed (no new turn starts; those in flight finish), or when ctx ends
+// (those in flight are cancelled and count with the codes they end with);
+// the report says which (Report.Stopped). The error is for a scenario
+// Parse would refuse (a *ScenarioError: a scenario built in Go is checked
+// here, on a copy with the defaults filled in) or a registry that could
+// not be built; a run cut short still reports.
+func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error) {
+	if scenario == nil {
+		return nil, &ScenarioError{[]FieldError{{"$", "no scenario"}}}
+	}
+	cp := *scenario
+	sc := &cp
+	sc.Defaults()
+	if probs := sc.check(); len(probs) > 0 {
+		return nil, &ScenarioError{probs}
+	}
+	regOpts := []runtime.Option{runtime.WithTimeouts()}
+	if sc.Registry != nil && sc.Registry.MaxParallel > 0 {
+		regOpts = append(regOpts, runtime.WithMaxParallel(sc.Registry.MaxParallel))
+	}
+	regOpts = append(regOpts, opts.RegistryOptions...)
+	reg, err := runtime.New(regOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("load: registry: %w", err)
+	}
+	closeReg := func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = reg.Close(cctx)
+	}
+	for _, t := range sc.Tools {
+		d, err := toolDefinition(t)
+		if err != nil {
+			closeReg()
+			return nil, fmt.Errorf("load: tool %s: %w", t.Name, err)
+		}
+		if _, err := reg.Global().Register(d); err != nil {
+			closeReg()
+			return nil, fmt.Errorf("load: tool %s: %w", t.Name, err)
+		}
+	}
+	agents, err := buildForest(reg, sc)
+	if err != nil {
+		closeReg()
+		return nil, err
+	}
+
+	col := newCollector(sc)
+	sub, err := reg.Subscribe(col.event, runtime.WithBuffer(1<<16))
+	if err != nil {
+		closeReg()
+		return nil, fmt.Errorf("load: subscribe: %w", err)
+	}
+
+	planned := int64(len(agents)) * int64(sc.Turns.PerAgent)
+	col.turnsPlanned = planned
+	// startCtx ends when no turn may start any more (duration or ctx);
+	// turns run on ctx, so only ctx cancels them.
+	startCtx, stopStarting := context.WithCancel(ctx)
+	defer stopStarting()
+	var durationHit atomic.Bool
+	if d := sc.Load.Duration.D(); d > 0 {
+		t := time.AfterFunc(d, func() { durationHit.Store(true); stopStarting() })
+		defer t.Stop()
+	}
+
+	start := time.Now()
+	col.start = start
+	progressDone := make(chan struct{})
+	var progressWG sync.WaitGroup
+	if opts.Progress != nil {
+		every := opts.ProgressEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		progressWG.Add(1)
+		go func() {
+			defer progressWG.Done()
+			tk := time.NewTicker(every)
+			defer tk.Stop()
+			for {
+				select {
+				case <-progressDone:
+					return
+				case <-tk.C:
+					opts.Progress(col.progress())
+				}
+			}
+		}()
+	}
+
+	progressWG.Add(1)
+	go func() { // the timeline
+		defer progressWG.Done()
+		every := timelineEvery
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		for {
+			select {
+			case <-progressDone:
+				col.sample()
+				return
+			case <-tk.C:
+				if col.sample() {
+					every *= 2
+					tk.Reset(every)
+				}
+			}
+		}
+	}()
+
+	switch sc.Load.Model {
+	case ModelOpen:
+		runOpen(ctx, startCtx, sc, agents, col)
+	default:
+		runClosed(ctx, startCtx, sc, agents, col)
+	}
+	elapsed := time.Since(start)
+	close(progressDone)
+	progressWG.Wait()
+
+	// Wait, bounded, for the events of every call made to arrive.
+	wait := opts.EventWait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	col.awaitEvents(sub, wait)
+	sub.Close()
+	closeReg()
+
+	rep := col.report(sc, len(agents), elapsed, sub.Dropped())
+	switch {
+	case ctx.Err() != nil:
+		rep.Stopped = StoppedInterrupted
+	case durationHit.Load() && rep.TurnsDone < planned:
+		rep.Stopped = StoppedDuration
+	default:
+		rep.Stopped = StoppedComplete
+	}
+	if opts.Progress != nil {
+		opts.Progress(col.progress())
+	}
+	return rep, nil
+}
+
+// buildForest creates the agent scopes, depth first, with their levels'
+// restrictions, and seeds each agent's generator from the scenario's seed
+// and its index.
+func buildForest(reg *runtime.Registry, sc *Scenario) ([]*agent, error) {
+	var agents []*agent
+	seed := uint64(*sc.Seed)
+	var add func(parent *runtime.Scope, key string, depth int) error
+	add = func(parent *runtime.Scope, key string, depth int) error {
+		var s *runtime.Scope
+		var err error
+		if parent == nil {
+			s, err = reg.NewScope(key)
+		} else {
+			s, err = parent.NewScope(key)
+		}
+		if err != nil {
+			return fmt.Errorf("load: scope %s: %w", key, err)
+		}
+		if depth < len(sc.Agents.Levels) {
+			l := sc.Agents.Levels[depth]
+			if l.Allow != nil || l.Deny != nil {
+				if _, err := s.Restrict(runtime.Restriction{Allow: l.Allow, Deny: l.Deny}); err != nil {
+					return fmt.Errorf("load: restrict %s: %w", key, err)
+				}
+			}
+		}
+		a := &agent{key: key, depth: depth, scope: s, rng: rand.New(rand.NewPCG(seed, uint64(len(agents))))}
+		a.picks = sc.pickable(depth)
+		var c float64
+		for _, i := range a.picks {
+			c += sc.weight(sc.Tools[i].Name)
+			a.cum = append(a.cum, c)
+		}
+		agents = append(agents, a)
+		if depth < sc.Agents.Depth {
+			for i := range sc.Agents.SubAgents {
+				if err := add(s, key+"."+strconv.Itoa(i), depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for i := range sc.Agents.Count {
+		if err := add(nil, "a"+strconv.Itoa(i), 0); err != nil {
+			return nil, err
+		}
+	}
+	return agents, nil
+}
+
+// sleepCtx sleeps d or until ctx ends; false when ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runClosed: each agent runs its turns one after another, thinking before
+// each; latency counts from the turn's actual start.
+func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col *collector) {
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range sc.Turns.PerAgent {
+				if sc.Turns.ThinkTime != nil && !sleepCtx(startCtx, sc.Turns.ThinkTime.Sample(a.rng)) {
+					return
+				}
+				if startCtx.Err() != nil {
+					return
+				}
+				id, calls := a.nextTurn(sc)
+				col.turn(ctx, a, id, calls, time.Now())
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// runOpen: turns arrive at the scenario's rate, each for the next agent in
+// turn (round robin), whether or not earlier turns have finished. A turn's
+// latency counts from its intended start, so a generator or registry that
+// falls behind shows as latency, not as fewer turns (no coordinated
+// omission); MaxInFlight bounds the turns in flight, and the wait for a slot
+// counts in the latency too.
+func runOpen(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col *collector) {
+	arrivals := rand.New(rand.NewPCG(uint64(*sc.Seed), math.MaxUint64))
+	slots := make(chan struct{}, sc.Load.MaxInFlight)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	total := len(agents) * sc.Turns.PerAgent
+	gap := float64(time.Second) / sc.Load.Rate
+	next := time.Now()
+	for k := range total {
+		if k > 0 {
+			g := gap
+			if sc.Load.Arrival == ArrivalPoisson {
+				g = arrivals.ExpFloat64() * gap
+			}
+			next = next.Add(time.Duration(g))
+		}
+		if !sleepCtx(startCtx, time.Until(next)) {
+			return
+		}
+		a := agents[k%len(agents)]
+		id, calls := a.nextTurn(sc) // drawn here, in arrival order: one goroutine uses the rngs
+		select {
+		case slots <- struct{}{}:
+		case <-startCtx.Done():
+			return
+		}
+		intended := next
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			col.turn(ctx, a, id, calls, intended)
+		}()
+	}
+}
