@@ -40,7 +40,8 @@ type run struct {
 	calls  int
 	turns  int // parallel lists run so far
 
-	idPrefix []byte // the inner calls' ids: the run_code call's id and "/"
+	idPrefix []byte     // the inner calls' ids: the run_code call's id and "/"
+	args     jsonWriter // a call's arguments: Execute copies them, so one buffer serves every call
 
 	mu  sync.Mutex
 	hit *limitError // the first limit hit
@@ -452,7 +453,9 @@ func (r *run) reserve(n int) error {
 
 // call runs one tool call as a nested Execute of the run_code execution.
 func (r *run) call(name string, kwargs []starlark.Tuple) (*runtime.Result, error) {
-	args, err := kwargsJSON(name, kwargs, r.e.lim.Output)
+	r.args.buf.Reset()
+	r.args.max = r.e.lim.Output
+	args, err := kwargsJSON(&r.args, name, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -498,10 +501,10 @@ func (r *run) childID(n int) string {
 	return string(strconv.AppendInt(r.idPrefix, int64(n), 10))
 }
 
-// kwargsJSON writes keyword arguments as a JSON object (the interpreter
-// has already refused a repeated keyword).
-func kwargsJSON(name string, kwargs []starlark.Tuple, max int) ([]byte, error) {
-	w := &jsonWriter{max: max}
+// kwargsJSON writes keyword arguments as a JSON object with w (the
+// interpreter has already refused a repeated keyword); the bytes are w's.
+func kwargsJSON(w *jsonWriter, name string, kwargs []starlark.Tuple) ([]byte, error) {
+	max := w.max
 	w.buf.WriteByte('{')
 	var err error
 	for i, kv := range kwargs {
