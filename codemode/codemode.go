@@ -1,11 +1,13 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -137,7 +139,9 @@ func render(_ context.Context, _, value json.RawMessage) ([]runtime.Block, error
 		Value  json.RawMessage `json:"value"`
 		Output string          `json:"output"`
 	}
-	if err := json.Unmarshal(value, &out); err != nil {
+	if o, v, ok := splitOutput(value); ok {
+		out.Output, out.Value = o, v
+	} else if err := json.Unmarshal(value, &out); err != nil {
 		return nil, err
 	}
 	var sb strings.Builder
@@ -154,20 +158,88 @@ func render(_ context.Context, _, value json.RawMessage) ([]runtime.Block, error
 	return []runtime.Block{runtime.Text(sb.String())}, nil
 }
 
+// splitOutput is render's fast path: it reads run_code's value in the
+// form run.output writes, {"calls":N,"output":"...","value":V}, and
+// reports false for any other form (render then decodes it in full).
+func splitOutput(b []byte) (output string, value []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{"calls":`))
+	if !ok {
+		return "", nil, false
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	if rest, ok = bytes.CutPrefix(rest[i:], []byte(`,"output":`)); !ok || len(rest) == 0 || rest[0] != '"' {
+		return "", nil, false
+	}
+	esc := false
+	for i = 1; i < len(rest) && rest[i] != '"'; i++ {
+		if rest[i] == '\\' {
+			esc = true
+			i++ // the escaped byte
+		}
+	}
+	if i >= len(rest) {
+		return "", nil, false
+	}
+	quoted := rest[:i+1]
+	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"value":`)); !ok || len(rest) < 2 || rest[len(rest)-1] != '}' || !json.Valid(rest[:len(rest)-1]) {
+		return "", nil, false
+	}
+	if !esc {
+		output = string(quoted[1 : len(quoted)-1])
+	} else if json.Unmarshal(quoted, &output) != nil {
+		return "", nil, false
+	}
+	return output, rest[:len(rest)-1], true
+}
+
 // engine is run_code installed in one registry.
 type engine struct {
-	reg *runtime.Registry
-	lim Limits
+	reg   *runtime.Registry
+	lim   Limits
+	cache programCache
 }
 
 // execute is run_code's body: one fresh interpreter per run.
 func (e *engine) execute(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
+	code, ok := codeArg(args)
+	if !ok {
+		return nil, runtime.NewError("ToolArgsError", CodeArgs, `run_code takes {"code": "<program>"}`)
+	}
+	r := newRun(e, ctx, rc.Execution())
+	return r.exec(code)
+}
+
+// codeArg reads run_code's arguments, {"code": "<program>"}: the compact
+// form directly (only the string is decoded), any other in full.
+func codeArg(args json.RawMessage) (string, bool) {
+	if rest, ok := bytes.CutPrefix(args, []byte(`{"code":`)); ok && len(rest) >= 3 && rest[0] == '"' && rest[len(rest)-1] == '}' && rest[len(rest)-2] == '"' {
+		quoted := rest[:len(rest)-1]
+		esc := false
+		i := 1
+		for ; i < len(quoted)-1 && quoted[i] != '"'; i++ {
+			if quoted[i] == '\\' {
+				esc = true
+				i++
+			}
+		}
+		if i == len(quoted)-1 { // the string ends where the object does
+			if !esc && utf8.Valid(quoted[1:i]) {
+				return string(quoted[1:i]), true
+			}
+			var code string
+			if json.Unmarshal(quoted, &code) == nil {
+				return code, true
+			}
+		}
+	}
 	var in struct {
 		Code *string `json:"code"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil || in.Code == nil {
-		return nil, runtime.NewError("ToolArgsError", CodeArgs, `run_code takes {"code": "<program>"}`)
+		return "", false
 	}
-	r := newRun(e, ctx, rc.Execution())
-	return r.exec(*in.Code)
+	return *in.Code, true
 }

@@ -27,7 +27,12 @@
 // # Programs
 //
 // A run gets a fresh interpreter: nothing carries over between runs, so a
-// run is reproducible from its input. The program sees each tool of the
+// run is reproducible from its input. Only code is shared: the compiled
+// form of a recent program text (up to 64 texts of at most 4 KiB each per
+// registry) is reused by a run of the same text while every tool the
+// program names is still visible to the caller, and compiled afresh
+// otherwise; a compiled program is immutable and holds no values, and each
+// run starts from fresh globals. The program sees each tool of the
 // calling scope's view whose name is an identifier (and not a Starlark
 // built-in or helper) as a function taking keyword arguments:
 //

@@ -422,3 +422,31 @@ func TestProgram_IntBeyondFloatRangeIsAProgramError(t *testing.T) {
 	}
 	assert.Equal(t, "1"+strings.Repeat("0", 300), string(valueOf(t, runCode(t, s, "1"+strings.Repeat("0", 300))).Value))
 }
+
+// A program run again reuses its compiled form, never its state, and is
+// compiled afresh when a tool it names left the caller's view: the name is
+// then undefined, as on the first run of that text.
+func TestCompileCache_FreshStateAndViewChange(t *testing.T) {
+	reg := newReg(t, codemode.Config{})
+	s := codeScope(t, reg, "agent", runtime.PresentationCode)
+	def, err := readTool(t)
+	mustRegister(t, reg.Global(), def, err)
+	const prog = "seen = []\nseen.append(read(path=\"a\"))\nseen"
+	for range 3 {
+		if v := valueOf(t, runCode(t, s, prog)); string(v.Value) != `["contents of a"]` {
+			t.Fatalf("value %s, want one element: state carried between runs?", v.Value)
+		}
+	}
+	undo, err := s.Restrict(runtime.Restriction{Deny: []string{"read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runCode(t, s, prog)
+	if !res.IsError() || res.Code() != codemode.CodeError || !strings.Contains(res.ErrorMessage(), "undefined: read") {
+		t.Fatalf("after the restriction: %v [%s] %s, want CODE_ERROR naming read undefined", res.IsError(), res.Code(), res.ErrorMessage())
+	}
+	undo()
+	if v := valueOf(t, runCode(t, s, prog)); string(v.Value) != `["contents of a"]` {
+		t.Fatalf("after lifting it: value %s", v.Value)
+	}
+}

@@ -29,16 +29,25 @@ func newResult(res *runtime.Result) (*result, error) {
 		out.errMsg, out.code = res.ErrorMessage(), string(res.Code())
 		return out, nil
 	}
+	v, err := valueOf(res)
+	if err != nil {
+		return nil, err
+	}
+	out.value = v
+	return out, nil
+}
+
+// valueOf is a successful result's value in a program: its structured
+// value, else its text.
+func valueOf(res *runtime.Result) (starlark.Value, error) {
 	if b, ok := res.Value(); ok {
 		v, err := fromJSON(b)
 		if err != nil {
 			return nil, fmt.Errorf("a tool's value: %w", err)
 		}
-		out.value = v
-	} else {
-		out.value = starlark.String(res.Text())
+		return v, nil
 	}
-	return out, nil
+	return starlark.String(res.Text()), nil
 }
 
 func (r *result) String() string {

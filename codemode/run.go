@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +39,9 @@ type run struct {
 	out    strings.Builder
 	calls  int
 	turns  int // parallel lists run so far
+
+	idPrefix []byte     // the inner calls' ids: the run_code call's id and "/"
+	args     jsonWriter // a call's arguments: Execute copies them, so one buffer serves every call
 
 	mu  sync.Mutex
 	hit *limitError // the first limit hit
@@ -95,16 +97,9 @@ func (r *run) exec(src string) (any, error) {
 	defer cancel()
 	r.ctx = ctx
 
-	fns := maps.Clone(helpers) // the tools the program names are added
-	f, err := fileOptions.Parse(fileName, src, 0)
+	prog, fns, err := r.compile(src)
 	if err != nil {
-		return nil, r.codeError(err)
-	}
-	captureLastExpr(f)
-	guardProgram(f)
-	prog, err := starlark.FileProgram(f, r.predeclared(fns))
-	if err != nil {
-		return nil, r.codeError(err)
+		return nil, err
 	}
 
 	th := &starlark.Thread{Name: "run_code", Print: r.print}
@@ -149,7 +144,23 @@ func (r *run) exec(src string) (any, error) {
 	if err != nil {
 		return nil, runtime.NewError(NameError, CodeError, "run_code: the program's value: "+err.Error())
 	}
-	return map[string]any{"value": json.RawMessage(b), "output": r.out.String(), "calls": r.calls}, nil
+	return r.output(b), nil
+}
+
+// output is run_code's value as JSON text, written directly (the keys in
+// encoding/json's order, which render's fast path reads back): the
+// registry then checks and keeps it without building and sorting a map.
+func (r *run) output(value []byte) json.RawMessage {
+	w := &jsonWriter{}
+	w.buf.Grow(len(value) + r.out.Len() + 40)
+	w.buf.WriteString(`{"calls":`)
+	w.buf.WriteString(strconv.Itoa(r.calls))
+	w.buf.WriteString(`,"output":`)
+	w.str(r.out.String())
+	w.buf.WriteString(`,"value":`)
+	w.buf.Write(value)
+	w.buf.WriteByte('}')
+	return json.RawMessage(w.buf.Bytes())
 }
 
 var errWallTime = errors.New("run_code wall time limit")
@@ -264,26 +275,111 @@ func runOf(th *starlark.Thread) *run {
 	return r
 }
 
-// predeclared is the resolver's test for a free name: a helper, or a tool
-// of the calling view whose name is callable — as the run starts; its
-// function is added to fns as the resolver asks. Only the names the
-// program uses are looked up, so a run costs the same with 2 or 10,000
-// tools in the view.
-func (r *run) predeclared(fns starlark.StringDict) func(string) bool {
+// compiled is a program in executable form and the predeclared names it
+// uses: a *starlark.Program is immutable and holds no values, so one may
+// be shared by runs of the same text (each run gets its own globals).
+type compiled struct {
+	prog  *starlark.Program
+	names []string // the helpers and tools the program names
+}
+
+// compile returns src's program and its predeclared dict: the helpers and
+// the tools it names, each tool bound to this run. A program compiled for
+// the same text before is reused when every tool it names is still
+// visible to the caller (the resolver's answers, all it depends on besides
+// the text, are then the same); otherwise, and for a text not seen, the
+// text is compiled afresh.
+func (r *run) compile(src string) (*starlark.Program, starlark.StringDict, error) {
 	view := r.e.reg.View(r.parent.Agent())
-	return func(name string) bool {
+	if c, ok := r.e.cache.get(src); ok {
+		fns := make(starlark.StringDict, len(c.names))
+		for _, name := range c.names {
+			if h, ok := helpers[name]; ok {
+				fns[name] = h
+				continue
+			}
+			if _, ok := view.Get(name); !ok {
+				fns = nil // the view changed: compile again
+				break
+			}
+			fns[name] = r.toolFunc(name)
+		}
+		if fns != nil {
+			return c.prog, fns, nil
+		}
+	}
+	f, err := fileOptions.Parse(fileName, src, 0)
+	if err != nil {
+		return nil, nil, r.codeError(err)
+	}
+	captureLastExpr(f)
+	guardProgram(f)
+	fns := starlark.StringDict{}
+	var names []string
+	prog, err := starlark.FileProgram(f, func(name string) bool {
 		if fns.Has(name) {
 			return true
 		}
-		if !callable(name) {
+		if h, ok := helpers[name]; ok {
+			fns[name] = h
+		} else if !callable(name) {
 			return false
-		}
-		if _, ok := view.Get(name); !ok {
+		} else if _, ok := view.Get(name); !ok {
 			return false
+		} else {
+			fns[name] = r.toolFunc(name)
 		}
-		fns[name] = r.toolFunc(name)
+		names = append(names, name)
 		return true
+	})
+	if err != nil {
+		return nil, nil, r.codeError(err)
 	}
+	r.e.cache.put(src, &compiled{prog: prog, names: names})
+	return prog, fns, nil
+}
+
+// programCache holds recently compiled programs by their text, bounded in
+// entries and in the text's size: a model that sends the same program
+// again (a retry, a loop of similar turns) skips parsing and compiling.
+// It caches code, never state: every run still starts from fresh globals.
+type programCache struct {
+	mu sync.Mutex
+	m  map[string]*compiled
+}
+
+// The bounds of programCache: entries, and the longest text cached.
+const (
+	cacheEntries = 64
+	cacheMaxText = 4 << 10
+)
+
+func (c *programCache) get(src string) (*compiled, bool) {
+	if len(src) > cacheMaxText {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.m[src]
+	return p, ok
+}
+
+func (c *programCache) put(src string, p *compiled) {
+	if len(src) > cacheMaxText {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*compiled, cacheEntries)
+	}
+	if _, ok := c.m[src]; !ok && len(c.m) >= cacheEntries {
+		for k := range c.m { // evict one entry, the map's pick
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[src] = p
 }
 
 // toolFunc is a tool as a program function: keyword arguments, the value
@@ -297,10 +393,10 @@ func (r *run) toolFunc(name string) *starlark.Builtin {
 		if err != nil {
 			return nil, err
 		}
-		if !res.ok {
-			return nil, &toolError{name: name, msg: res.errMsg, code: res.code}
+		if res.IsError() {
+			return nil, &toolError{name: name, msg: res.ErrorMessage(), code: string(res.Code())}
 		}
-		return res.value, nil
+		return valueOf(res)
 	})
 }
 
@@ -356,8 +452,10 @@ func (r *run) reserve(n int) error {
 }
 
 // call runs one tool call as a nested Execute of the run_code execution.
-func (r *run) call(name string, kwargs []starlark.Tuple) (*result, error) {
-	args, err := kwargsJSON(name, kwargs, r.e.lim.Output)
+func (r *run) call(name string, kwargs []starlark.Tuple) (*runtime.Result, error) {
+	r.args.buf.Reset()
+	r.args.max = r.e.lim.Output
+	args, err := kwargsJSON(&r.args, name, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +476,7 @@ func (r *run) call(name string, kwargs []starlark.Tuple) (*result, error) {
 	if err := r.stopped(); err != nil {
 		return nil, err
 	}
-	return newResult(res)
+	return res, nil
 }
 
 // stopped is the error that ends the program after a call returned: a
@@ -396,12 +494,17 @@ func (r *run) stopped() error {
 	return nil
 }
 
-func (r *run) childID(n int) string { return r.parent.CallID() + "/" + strconv.Itoa(n) }
+func (r *run) childID(n int) string {
+	if r.idPrefix == nil {
+		r.idPrefix = append([]byte(r.parent.CallID()), '/')
+	}
+	return string(strconv.AppendInt(r.idPrefix, int64(n), 10))
+}
 
-// kwargsJSON writes keyword arguments as a JSON object (the interpreter
-// has already refused a repeated keyword).
-func kwargsJSON(name string, kwargs []starlark.Tuple, max int) ([]byte, error) {
-	w := &jsonWriter{max: max}
+// kwargsJSON writes keyword arguments as a JSON object with w (the
+// interpreter has already refused a repeated keyword); the bytes are w's.
+func kwargsJSON(w *jsonWriter, name string, kwargs []starlark.Tuple) ([]byte, error) {
+	max := w.max
 	w.buf.WriteByte('{')
 	var err error
 	for i, kv := range kwargs {
@@ -436,7 +539,11 @@ func (r *run) callBuiltin(_ *starlark.Thread, b *starlark.Builtin, args starlark
 	if err := starlark.UnpackPositionalArgs("call", args, nil, 1, &name); err != nil {
 		return nil, err
 	}
-	return r.call(name, kwargs)
+	res, err := r.call(name, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	return newResult(res)
 }
 
 // parallelBuiltin is parallel(calls, limit=n): the calls, each a
@@ -451,6 +558,10 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 		return nil, fmt.Errorf("parallel: limit must be at least 1, got %d", limit)
 	}
 	var calls []runtime.TurnCall
+	if s, ok := list.(starlark.Sequence); ok {
+		calls = make([]runtime.TurnCall, 0, min(s.Len(), r.e.lim.Calls))
+	}
+	w := &jsonWriter{max: r.e.lim.Output} // one buffer for every entry's arguments
 	it := list.Iterate()
 	defer it.Done()
 	var x starlark.Value
@@ -458,11 +569,11 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 		if len(calls) >= r.e.lim.Calls {
 			return nil, r.limit("tool calls", strconv.Itoa(r.e.lim.Calls))
 		}
-		name, argsText, err := r.spec(x, len(calls))
+		name, argsText, err := r.spec(w, x, len(calls))
 		if err != nil {
 			return nil, err
 		}
-		calls = append(calls, runtime.TurnCall{Name: name, ArgumentsText: string(argsText)})
+		calls = append(calls, runtime.TurnCall{Name: name, ArgumentsText: argsText})
 	}
 	if err := r.reserve(len(calls)); err != nil {
 		return nil, err
@@ -505,34 +616,36 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 	return starlark.NewList(out), nil
 }
 
-// spec reads one entry of a parallel list: (name, {args}) or (name,).
-func (r *run) spec(x starlark.Value, i int) (string, []byte, error) {
+// spec reads one entry of a parallel list: (name, {args}) or (name,). Its
+// arguments are written with w, reused from entry to entry.
+func (r *run) spec(w *jsonWriter, x starlark.Value, i int) (string, string, error) {
 	seq, ok := x.(starlark.Indexable)
 	if _, isStr := x.(starlark.String); isStr || !ok || seq.Len() < 1 || seq.Len() > 2 {
-		return "", nil, fmt.Errorf("parallel: entry %d is a %s; want (name, {args})", i, x.Type())
+		return "", "", fmt.Errorf("parallel: entry %d is a %s; want (name, {args})", i, x.Type())
 	}
 	name, ok := seq.Index(0).(starlark.String)
 	if !ok {
-		return "", nil, fmt.Errorf("parallel: entry %d: the tool name is a %s, want a string", i, seq.Index(0).Type())
+		return "", "", fmt.Errorf("parallel: entry %d: the tool name is a %s, want a string", i, seq.Index(0).Type())
 	}
 	if string(name) == runtime.RunCodeName {
-		return "", nil, errors.New("run_code cannot be called from a program")
+		return "", "", errors.New("run_code cannot be called from a program")
 	}
 	if seq.Len() == 1 {
-		return string(name), []byte("{}"), nil
+		return string(name), "{}", nil
 	}
 	d, ok := seq.Index(1).(*starlark.Dict)
 	if !ok {
-		return "", nil, fmt.Errorf("parallel: entry %d: the arguments are a %s, want a dict", i, seq.Index(1).Type())
+		return "", "", fmt.Errorf("parallel: entry %d: the arguments are a %s, want a dict", i, seq.Index(1).Type())
 	}
-	b, err := toJSON(d, r.e.lim.Output)
+	w.buf.Reset()
+	err := w.value(d, 0)
 	if errors.Is(err, errTooLarge) {
-		return "", nil, fmt.Errorf("parallel: entry %d: arguments larger than %d bytes", i, r.e.lim.Output)
+		return "", "", fmt.Errorf("parallel: entry %d: arguments larger than %d bytes", i, r.e.lim.Output)
 	}
 	if err != nil {
-		return "", nil, fmt.Errorf("parallel: entry %d: arguments: %w", i, err)
+		return "", "", fmt.Errorf("parallel: entry %d: arguments: %w", i, err)
 	}
-	return string(name), b, nil
+	return string(name), w.buf.String(), nil
 }
 
 // sum is Python's sum(iterable, start=0), which Starlark lacks: models

@@ -4,7 +4,8 @@
 // and are classified parallel or exclusive (git by its arguments); scopes
 // shadow and restrict them; a guard, an approver, a redacting post-execute
 // hook and a timeout are in play; one tool panics and the user cancels one
-// turn. It prints a per-agent summary and writes timeline.html, drawn from
+// turn; the first reviewer works in code mode, each of its turns one
+// run_code program calling the tools. It prints a per-agent summary and writes timeline.html, drawn from
 // the registry's execution events. With -metrics it serves Prometheus
 // metrics while it runs (-metrics-hold keeps serving after the run); with
 // -trace it writes the run's OpenTelemetry spans as OTLP JSON.

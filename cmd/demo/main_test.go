@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolscope/toolscope/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/summary.golden")
@@ -110,6 +113,14 @@ func TestGoldenSummary(t *testing.T) {
 		if strings.Contains(page, bad) {
 			t.Errorf("timeline is not self-contained: contains %q", bad)
 		}
+	}
+	// The code-mode agent: a run_code bar per turn, each with the box
+	// holding its program's calls.
+	if sum.Programs == 0 || sum.ProgramCalls == 0 {
+		t.Errorf("%d programs made %d calls, want some of each", sum.Programs, sum.ProgramCalls)
+	}
+	if n, m := strings.Count(page, `<g class="bar program"`), strings.Count(page, `<rect class="prog"`); n != sum.Programs || m != sum.Programs {
+		t.Errorf("timeline has %d run_code bars and %d program boxes, want %d of each", n, m, sum.Programs)
 	}
 	for _, want := range []string{`class="barrier"`, `<title>`, `class="bar denied"`, `class="bar failed"`} {
 		if !strings.Contains(page, want) {
@@ -330,12 +341,46 @@ func TestMetricsAndTrace(t *testing.T) {
 			}
 		}
 	}
+	// A run_code program's calls are children of its span: directly, or
+	// through the nested turn of a parallel() batch.
+	programs := 0
+	checkProgram := func(c runtime.TurnCall) int {
+		programs++
+		n := 0
+		for ; plan.Args[fmt.Sprintf("%s/%d", c.ID, n+1)] != ""; n++ {
+			id := fmt.Sprintf("%s/%d", c.ID, n+1)
+			sp, ok := byCall[id]
+			if !ok {
+				t.Errorf("no span for the program's call %s", id)
+				continue
+			}
+			parent := spans[sp].parent
+			if spans[parent].name == "execute_turn" {
+				parent = spans[parent].parent
+			}
+			if parent != byCall[c.ID] {
+				t.Errorf("the program's call %s: parent %s (%s), want run_code %s's span", id, parent, spans[parent].name, c.ID)
+			}
+		}
+		if n == 0 {
+			t.Errorf("program %s made no call", c.ID)
+		}
+		return n
+	}
 	calls := 0
 	for _, a := range plan.Agents {
 		for _, tp := range a.Turns {
 			checkTurn(tp)
 			calls += len(tp.Calls)
+			for _, c := range tp.Calls {
+				if c.Name == runtime.RunCodeName {
+					calls += checkProgram(c)
+				}
+			}
 		}
+	}
+	if programs == 0 {
+		t.Fatal("the plan has no run_code program")
 	}
 	for callID, tp := range plan.Delegations {
 		checkTurn(tp)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/toolscope/toolscope/runtime"
@@ -33,7 +34,10 @@ type agentPlan struct {
 	Role   string
 	Parent string // "" for top-level agents
 	Depth  int
-	Turns  []turnPlan
+	// Code: the agent's scope presents code (R107): its model writes each
+	// turn as one run_code program that makes the turn's calls.
+	Code  bool
+	Turns []turnPlan
 }
 
 // turnPlan is one assistant message: the tool calls the model wrote.
@@ -265,6 +269,10 @@ func newPlan(seed uint64, agents, turns int) (*Plan, error) {
 			}
 			p.filler(a.Role, r.IntN(2))
 			tp.Calls = p.calls
+			if a.Key == codeAgent {
+				a.Code = true
+				tp.Calls = programTurn(tp.ID, tp.Calls, pick(r, gitReads), plan.Args)
+			}
 			a.Turns = append(a.Turns, tp)
 		}
 		// Sub-agent turns, one per delegate call, drawn from the same source.
@@ -292,6 +300,10 @@ func newPlan(seed uint64, agents, turns int) (*Plan, error) {
 	for _, a := range plan.Agents {
 		for _, tp := range a.Turns {
 			for _, c := range tp.Calls {
+				if c.Name == runtime.RunCodeName {
+					plan.Args[c.ID] = programText(c.ArgumentsText) // the program, readable
+					continue
+				}
 				plan.Args[c.ID] = c.ArgumentsText
 			}
 		}
@@ -302,4 +314,43 @@ func newPlan(seed uint64, agents, turns int) (*Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// codeAgent works in code mode: its turns are run_code programs.
+const codeAgent = roleReviewer + "-1"
+
+// programTurn turns a turn's planned calls into the one run_code call a
+// code-mode model writes instead: a program that runs them as one
+// parallel() batch (a nested turn: parallel calls overlap, exclusive ones
+// stay barriers), counts the failures it sees, then makes one more call
+// directly. The inner calls' ids are the ones run_code gives them
+// (<run_code id>/<n>, in the order the program calls them); their
+// arguments go into argsOf for the timeline.
+func programTurn(turnID string, calls []runtime.TurnCall, gitArgs string, argsOf map[string]string) []runtime.TurnCall {
+	id := turnID + "/c1"
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %d calls as one batch, then one more\n", len(calls))
+	b.WriteString("rs = parallel([\n")
+	for i, c := range calls {
+		fmt.Fprintf(&b, "    (%q, %s),\n", c.Name, c.ArgumentsText) // JSON objects are Starlark dicts
+		argsOf[fmt.Sprintf("%s/%d", id, i+1)] = c.ArgumentsText
+	}
+	b.WriteString("])\n")
+	b.WriteString("failed = [r.code for r in rs if not r.ok]\n")
+	fmt.Fprintf(&b, "log = git(args=%q)\n", gitArgs)
+	argsOf[fmt.Sprintf("%s/%d", id, len(calls)+1)] = `{"args":` + strconv.Quote(gitArgs) + `}`
+	b.WriteString(`print(len(rs) - len(failed), "of", len(rs), "ok;", log)` + "\n")
+	b.WriteString("failed\n")
+	return []runtime.TurnCall{{ID: id, Name: runtime.RunCodeName, ArgumentsText: args(map[string]any{"code": b.String()})}}
+}
+
+// programText is run_code's argument text shown as its program.
+func programText(argsText string) string {
+	var in struct {
+		Code string `json:"code"`
+	}
+	if json.Unmarshal([]byte(argsText), &in) != nil {
+		return argsText
+	}
+	return in.Code
 }

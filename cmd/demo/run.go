@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolscope/toolscope/codemode"
 	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -50,7 +51,10 @@ type callRecord struct {
 	// dispatched). A turn's ExecutionFinished is stamped when the result is
 	// committed in model order, so for a parallel call End includes the
 	// wait for earlier calls; Dispatched tells the two apart.
-	Dispatched    int64
+	Dispatched int64
+	// Program is the id of the run_code call whose program made this call
+	// ("" for a call the model made).
+	Program       string
 	Code          string
 	IsError       bool
 	Args, Message string
@@ -163,7 +167,8 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		_ = tel.shutdown(sctx)
 	}()
 	ps := &policyStats{}
-	reg, err := runtime.New(append([]runtime.Option{runtime.WithMaxParallel(4), runtime.WithApprover(approver(ps))}, telOpts...)...)
+	reg, err := runtime.New(append([]runtime.Option{runtime.WithMaxParallel(4), runtime.WithApprover(approver(ps)),
+		codemode.Option(codemode.Config{})}, telOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +203,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		turnErrs   []error
 		neverStart int
 		cancelled  int
+		innerCalls int // calls run_code programs made
 	)
 	collect := func(calls []runtime.TurnCall, tr *runtime.TurnResult, err error) {
 		turnsDone.Add(1)
@@ -209,6 +215,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		}
 		for i, r := range tr.Results {
 			results[calls[i].ID] = r
+			if calls[i].Name == runtime.RunCodeName {
+				innerCalls += programCalls(r)
+			}
 		}
 	}
 
@@ -243,6 +252,11 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 			return nil, err
 		}
 		scopes[a.Key] = s
+		if a.Code {
+			if err := s.SetPresentation(runtime.PresentationCode); err != nil {
+				return nil, err
+			}
+		}
 		if err := scopedTools(s, a, delegate); err != nil {
 			return nil, fmt.Errorf("%s: %w", a.Key, err)
 		}
@@ -302,12 +316,20 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 
 	// Join the events into call records, once every call's has arrived.
 	resMu.Lock()
-	want := len(results)
+	want := len(results) + innerCalls
 	resMu.Unlock()
 	if err := rec.waitFinished(want, 10*time.Second); err != nil {
 		return nil, err
 	}
 	rec.mu.Lock()
+	// A call a run_code program made names the program's execution as its
+	// parent (Event.Parent): the timeline draws it as the program's child.
+	programs := map[runtime.Token]string{}
+	for _, e := range rec.raw {
+		if e.Kind == runtime.ExecutionStarted && e.Tool == runtime.RunCodeName {
+			programs[e.Token] = e.CallID
+		}
+	}
 	calls := make([]callRecord, 0, len(rec.finished))
 	for _, f := range rec.finished {
 		if !f.Classified && f.Code == runtime.CodeAbortedBeforeDispatch && f.DispatchDoneAt.IsZero() && f.TurnID != "" {
@@ -322,6 +344,12 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		}
 		if !f.DispatchDoneAt.IsZero() {
 			c.Dispatched = f.DispatchDoneAt.UnixNano()
+		}
+		if !f.Parent.IsZero() {
+			if id, ok := programs[f.Parent]; ok {
+				c.Program = id
+				c.Message = "(returned to the program of " + id + ")"
+			}
 		}
 		if r := results[c.CallID]; r != nil {
 			if r.IsError() {
@@ -343,8 +371,21 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	sum.Redacted = int(ps.redacted.Load())
 	sum.Approved = int(ps.approved.Load())
 	sum.Rejected = int(ps.rejected.Load())
-	if n := len(results); n != len(calls)+neverStart {
-		return nil, fmt.Errorf("internal: %d results but %d finished events and %d never-started calls", n, len(calls), neverStart)
+	for _, a := range plan.Agents {
+		if a.Code {
+			sum.CodeAgents = append(sum.CodeAgents, a.Key)
+		}
+	}
+	for _, c := range calls {
+		switch {
+		case c.Tool == runtime.RunCodeName:
+			sum.Programs++
+		case c.Program != "":
+			sum.ProgramCalls++
+		}
+	}
+	if n := len(results) + innerCalls; n != len(calls)+neverStart {
+		return nil, fmt.Errorf("internal: %d results (%d of calls run_code programs made) but %d finished events and %d never-started calls", n, innerCalls, len(calls), neverStart)
 	}
 
 	if cfg.JSONFile != "" {
@@ -363,6 +404,22 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	}
 	sum.WriteTable(stdout, true)
 	return sum, tel.report(ctx, cfg, stdout)
+}
+
+// programCalls is how many calls a run_code result's program made (its
+// value's "calls"; 0 when the run failed before returning one).
+func programCalls(r *runtime.Result) int {
+	b, ok := r.Value()
+	if !ok {
+		return 0
+	}
+	var v struct {
+		Calls int `json:"calls"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return 0
+	}
+	return v.Calls
 }
 
 // report says where the traces and metrics went, and serves /metrics for

@@ -24,8 +24,10 @@ type AgentStats struct {
 	Denied    int
 	Failed    map[string]int // by outcome code
 	// Serial is the sum of the call durations (event start to the end of
-	// dispatch): the time a one-at-a-time runner would have needed. Wall is
-	// the time at least one call of the agent was running.
+	// dispatch): the time a one-at-a-time runner would have needed; a
+	// run_code call counts only the time none of its program's calls ran
+	// (they count themselves). Wall is the time at least one call of the
+	// agent was running.
 	Serial, Wall time.Duration
 }
 
@@ -43,8 +45,12 @@ type Summary struct {
 	Redacted     int // secrets the post-execute hook removed
 	Approved     int // approver answers
 	Rejected     int
-	Elapsed      time.Duration
-	Timeline     string // path of timeline.html, if written
+	// CodeAgents work in code mode; their Programs (run_code calls) made
+	// ProgramCalls of the calls.
+	CodeAgents             []string
+	Programs, ProgramCalls int
+	Elapsed                time.Duration
+	Timeline               string // path of timeline.html, if written
 }
 
 // summarize folds the call records into per-agent rows, in plan order.
@@ -73,10 +79,39 @@ func summarize(plan *Plan, calls []callRecord) *Summary {
 	return s
 }
 
+type interval struct{ a, b int64 }
+
+// union is the time covered by at least one of ivs.
+func union(ivs []interval) time.Duration {
+	ivs = slices.Clone(ivs)
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].a < ivs[j].a })
+	var d time.Duration
+	var curA, curB int64
+	for i, x := range ivs {
+		if i == 0 || x.a > curB {
+			if i > 0 {
+				d += time.Duration(curB - curA)
+			}
+			curA, curB = x.a, x.b
+		} else if x.b > curB {
+			curB = x.b
+		}
+	}
+	if len(ivs) > 0 {
+		d += time.Duration(curB - curA)
+	}
+	return d
+}
+
 func stats(agent string, calls []callRecord) AgentStats {
 	row := AgentStats{Agent: agent, Failed: map[string]int{}}
-	type iv struct{ a, b int64 }
-	var ivs []iv
+	var ivs []interval
+	inner := map[string][]interval{} // by program: its calls
+	for _, c := range calls {
+		if c.Program != "" {
+			inner[c.Program] = append(inner[c.Program], interval{c.Start, c.end()})
+		}
+	}
 	for _, c := range calls {
 		row.Calls++
 		switch c.Mode {
@@ -93,24 +128,14 @@ func stats(agent string, calls []callRecord) AgentStats {
 		default:
 			row.Failed[c.Code]++
 		}
-		row.Serial += time.Duration(c.end() - c.Start)
-		ivs = append(ivs, iv{c.Start, c.end()})
-	}
-	sort.Slice(ivs, func(i, j int) bool { return ivs[i].a < ivs[j].a })
-	var curA, curB int64
-	for i, x := range ivs {
-		if i == 0 || x.a > curB {
-			if i > 0 {
-				row.Wall += time.Duration(curB - curA)
-			}
-			curA, curB = x.a, x.b
-		} else if x.b > curB {
-			curB = x.b
+		own := time.Duration(c.end() - c.Start)
+		if kids := inner[c.CallID]; len(kids) > 0 {
+			own = max(0, own-union(kids))
 		}
+		row.Serial += own
+		ivs = append(ivs, interval{c.Start, c.end()})
 	}
-	if len(ivs) > 0 {
-		row.Wall += time.Duration(curB - curA)
-	}
+	row.Wall = union(ivs)
 	return row
 }
 
@@ -161,6 +186,9 @@ func (s *Summary) WriteTable(w io.Writer, timings bool) {
 	tw.Flush()
 	fmt.Fprintf(w, "\n%d turns (%d cancelled by the user, %d of their calls never dispatched) · %d secrets redacted · approver: %d allowed, %d rejected\n",
 		s.Turns, s.Cancelled, s.NeverStarted, s.Redacted, s.Approved, s.Rejected)
+	if len(s.CodeAgents) > 0 {
+		fmt.Fprintf(w, "code mode (%s): %d run_code programs made %d of the calls\n", strings.Join(s.CodeAgents, ", "), s.Programs, s.ProgramCalls)
+	}
 	if timings {
 		fmt.Fprintf(w, "seed %d · %d calls in %s", s.Seed, s.Total.Calls, ms(s.Elapsed))
 		if s.Timeline != "" {

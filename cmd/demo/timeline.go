@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolscope/toolscope/messages"
+	"github.com/toolscope/toolscope/runtime"
 )
 
 // The timeline is one self-contained HTML file built with html/template
@@ -55,6 +56,7 @@ const (
 	colExclusive = "#7c3aed"
 	colDenied    = "#f59e0b"
 	colFailed    = "#dc2626"
+	colProgram   = "#0d9488" // a run_code program; its calls are drawn beneath it
 )
 
 func barClass(c callRecord) (class, color, outcome string) {
@@ -63,6 +65,8 @@ func barClass(c callRecord) (class, color, outcome string) {
 		return "denied", colDenied, "denied"
 	case c.IsError:
 		return "failed", colFailed, "failed " + c.Code
+	case c.Tool == runtime.RunCodeName:
+		return "program", colProgram, "ok"
 	case c.Mode == messages.ModeParallel:
 		return "parallel", colParallel, "ok"
 	default:
@@ -108,14 +112,24 @@ type tlLane struct {
 	Name     string // unique among the lanes
 	Depth    int
 	Calls    int
-	H        int // px
-	BandH    int // px: a turn band's height
-	Head     int // px: where bars (and barriers) begin
+	Code     bool // the agent works in code mode (run_code programs)
+	H        int  // px
+	BandH    int  // px: a turn band's height
+	Head     int  // px: where bars (and barriers) begin
 	Alt      bool
 	Turns    []tlTurn
 	Barriers []float64
+	Programs []tlProgram
 	Bars     []tlBar
 	Ticks    []tlTick
+}
+
+// tlProgram is the box under a run_code bar that holds its program's calls:
+// X and W as the bar's, Y and H in px from the bar's row to its calls'
+// last row.
+type tlProgram struct {
+	X, W float64
+	Y, H int
 }
 
 // tlTurn is one turn's band; X and W are fractions of the plot's width.
@@ -201,9 +215,9 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 
 	page := &tlPage{
 		Title: fmt.Sprintf("toolscope · %d agents, %d calls, %d turns", len(plan.Agents), sum.Total.Calls, sum.Turns),
-		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents indented) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · hover a bar for tool, arguments and outcome",
-			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial)),
-		Colors:   map[string]string{"parallel": colParallel, "exclusive": colExclusive, "denied": colDenied, "failed": colFailed},
+		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents indented) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · %s · hover a bar for tool, arguments and outcome",
+			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial), codeNote(plan)),
+		Colors:   map[string]string{"parallel": colParallel, "exclusive": colExclusive, "denied": colDenied, "failed": colFailed, "program": colProgram},
 		MinPlotW: int(tlMinPlotW),
 	}
 
@@ -245,19 +259,45 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 			}
 			return cs[i].CallID < cs[j].CallID
 		})
-		lane := tlLane{Name: names[li], Depth: a.Depth, Calls: len(cs), Alt: li%2 == 1, Ticks: grid}
+		lane := tlLane{Name: names[li], Depth: a.Depth, Calls: len(cs), Code: a.Code, Alt: li%2 == 1, Ticks: grid}
+		index := map[string]int{} // call id -> its index in cs
+		for i, c := range cs {
+			index[c.CallID] = i
+		}
+		// program is the index of the run_code call that made cs[i], or -1.
+		program := func(i int) int {
+			if p, ok := index[cs[i].Program]; ok && cs[i].Program != "" {
+				return p
+			}
+			return -1
+		}
+		// turnOf is the turn a call belongs to: a program's calls, to the
+		// program's (their own nested turn ids are in the hover card).
+		turnOf := func(i int) string {
+			if p := program(i); p >= 0 {
+				return cs[p].Turn
+			}
+			return cs[i].Turn
+		}
 
 		// Pack overlapping bars into rows (in px at the narrowest width, so
-		// instant bars too).
+		// instant bars too); a program's calls go in the rows beneath it.
 		var rowEnd []float64
 		rows := make([]int, len(cs))
 		for i, c := range cs {
 			x0, x1 := px(c.Start), max(px(c.End), px(c.Start)+tlMinW)
 			r := 0
-			for r < len(rowEnd) && rowEnd[r] > x0-1 {
+			if p := program(i); p >= 0 && p < i {
+				r = rows[p] + 1
+			}
+			slack := 1.0
+			if c.Tool == runtime.RunCodeName {
+				slack = 0 // a program's turn follows the last one's: keep the top row
+			}
+			for r < len(rowEnd) && rowEnd[r] > x0-slack {
 				r++
 			}
-			if r == len(rowEnd) {
+			for r >= len(rowEnd) {
 				rowEnd = append(rowEnd, 0)
 			}
 			rowEnd[r] = x1
@@ -281,12 +321,12 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 		type ext struct{ a, b int64 }
 		turns := map[string]*ext{}
 		var order []string
-		for _, c := range cs {
-			e := turns[c.Turn]
+		for i, c := range cs {
+			e := turns[turnOf(i)]
 			if e == nil {
 				e = &ext{c.Start, c.End}
-				turns[c.Turn] = e
-				order = append(order, c.Turn)
+				turns[turnOf(i)] = e
+				order = append(order, turnOf(i))
 			}
 			e.a, e.b = min(e.a, c.Start), max(e.b, c.End)
 		}
@@ -323,6 +363,20 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 			return false
 		}
 
+		// Program boxes: from a run_code bar down to its calls' last row.
+		lastRow := map[int]int{}
+		for i := range cs {
+			if p := program(i); p >= 0 {
+				lastRow[p] = max(lastRow[p], rows[i])
+			}
+		}
+		for p, last := range lastRow {
+			c := cs[p]
+			y := tlHeadH + rows[p]*tlRowH + 1
+			lane.Programs = append(lane.Programs, tlProgram{X: frac(c.Start), W: frac(c.end()) - frac(c.Start), Y: y, H: (last-rows[p]+1)*tlRowH - 1})
+		}
+		sort.Slice(lane.Programs, func(i, j int) bool { return lane.Programs[i].X < lane.Programs[j].X })
+
 		for i, c := range cs {
 			class, color, outcome := barClass(c)
 			ran := time.Duration(c.end() - c.Start).Round(100 * time.Microsecond)
@@ -334,13 +388,24 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 			if len(msg) > 160 {
 				msg = msg[:160] + "…"
 			}
+			where := fmt.Sprintf("turn %s, group %d", c.Turn, c.Group)
+			if c.Program != "" {
+				where = "called by the program of " + c.Program
+				if c.Turn != "" {
+					where += fmt.Sprintf(" (its parallel batch %s, group %d)", c.Turn, c.Group)
+				}
+			}
+			argsText := c.Args
+			if c.Tool == runtime.RunCodeName {
+				argsText = "the program\n" + c.Args
+			}
 			b := tlBar{
 				Class: class, Color: color,
 				X: frac(c.Start), W: frac(c.end()) - frac(c.Start),
 				Narrow: px(c.end())-px(c.Start) < tlMinW,
 				Y:      tlHeadH + rows[i]*tlRowH + 2,
-				Tip: fmt.Sprintf("%s · %s  [%s]\nargs: %s\noutcome: %s\n%s · %s · turn %s, group %d\nresult: %s",
-					c.Tool, c.Agent, c.CallID, c.Args, outcome, timing, modeName(c.Mode), c.Turn, c.Group, msg),
+				Tip: fmt.Sprintf("%s · %s  [%s]\nargs: %s\noutcome: %s\n%s · %s · %s\nresult: %s",
+					c.Tool, c.Agent, c.CallID, argsText, outcome, timing, modeName(c.Mode), where, msg),
 				Aria: fmt.Sprintf("%s, %s, %s, %s, call %s", c.Tool, outcome, modeName(c.Mode), timing, c.CallID),
 			}
 			if tail := px(c.End) - px(c.end()); tail > 0.5 {
@@ -366,7 +431,7 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 					dx += tlMinW
 				}
 				start := px(c.End) + dx
-				limit := min(nextInRow[i], px(turns[c.Turn].b)+0.01) - 2
+				limit := min(nextInRow[i], px(turns[turnOf(i)].b)+0.01) - 2
 				if c.Code == "ABORTED" {
 					limit = nextInRow[i] - 2 // the turn ends with the interrupted call
 				}
@@ -406,4 +471,18 @@ func niceStep(d time.Duration) time.Duration {
 		}
 	}
 	return 10 * time.Second
+}
+
+// codeNote says which agents work in code mode.
+func codeNote(plan *Plan) string {
+	var keys []string
+	for _, a := range plan.Agents {
+		if a.Code {
+			keys = append(keys, a.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return "no agent in code mode (-agents 3 or more brings " + codeAgent + ")"
+	}
+	return strings.Join(keys, ", ") + " works in code mode: a run_code bar per turn, its program's calls beneath it"
 }

@@ -164,3 +164,67 @@ func TestLaneNamesUnique(t *testing.T) {
 		t.Errorf("laneNames = %q, want %q", got, want)
 	}
 }
+
+// A run_code program's calls are drawn in the rows beneath its bar, inside
+// its box, even when the previous program ended right where it starts and
+// an earlier row is free again.
+func TestTimelineProgramCallsBeneathRunCode(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	const t0 = int64(1_700_000_000_000_000_000)
+	plan := &Plan{Seed: 1, Agents: []*agentPlan{{Key: codeAgent, Role: roleReviewer, Code: true}}}
+	var calls []callRecord
+	at := t0
+	for turn := 1; turn <= 2; turn++ {
+		id := fmt.Sprintf("%s/t%d/c1", codeAgent, turn)
+		prog := callRecord{CallID: id, Agent: codeAgent, Tool: "run_code", Turn: fmt.Sprintf("%s/t%d", codeAgent, turn),
+			Mode: messages.ModeExclusive, Start: at, End: at + 40*ms, Dispatched: at + 40*ms}
+		calls = append(calls, prog)
+		for i := range 3 { // a parallel batch, then one more call
+			start, end := at+2*ms, at+20*ms
+			if i == 2 {
+				start, end = at+22*ms, at+38*ms
+			}
+			calls = append(calls, callRecord{CallID: fmt.Sprintf("%s/%d", id, i+1), Agent: codeAgent, Tool: "read", Program: id,
+				Turn: id + "/p1", Mode: messages.ModeParallel, Start: start, End: end, Dispatched: end})
+		}
+		at = prog.End // the next turn starts as this one ends
+	}
+	sum := summarize(plan, calls)
+	page := timelinePage(plan, sum, calls)
+	lane := page.Lanes[0]
+	if !lane.Code || len(lane.Programs) != 2 {
+		t.Fatalf("code %v, %d program boxes, want true and 2", lane.Code, len(lane.Programs))
+	}
+	rowOf, bar := map[string]int{}, map[string]tlBar{}
+	for _, b := range lane.Bars {
+		id := b.Aria[strings.LastIndex(b.Aria, "call ")+len("call "):] // the aria label ends with the call id
+		rowOf[id], bar[id] = (b.Y-tlHeadH-2)/tlRowH, b
+	}
+	for _, c := range calls {
+		b, ok := bar[c.CallID]
+		if !ok {
+			t.Fatalf("no bar for %s", c.CallID)
+		}
+		if c.Program == "" {
+			if rowOf[c.CallID] != 0 || b.Class != "program" {
+				t.Errorf("run_code %s: row %d class %s, want the top row and class program", c.CallID, rowOf[c.CallID], b.Class)
+			}
+			continue
+		}
+		if rowOf[c.CallID] <= rowOf[c.Program] {
+			t.Errorf("%s: row %d, not beneath its program's row %d", c.CallID, rowOf[c.CallID], rowOf[c.Program])
+		}
+		if !strings.Contains(b.Tip, "called by the program of "+c.Program) {
+			t.Errorf("%s: the hover card does not name its program: %q", c.CallID, b.Tip)
+		}
+	}
+	// One turn band per program: its calls are banded with it.
+	if len(lane.Turns) != 2 {
+		t.Errorf("%d turn bands, want 2 (a program's calls share its turn)", len(lane.Turns))
+	}
+	// Serial time counts a program's calls and only the program's own time
+	// around them (40 ms less the 34 its calls cover).
+	if want := time.Duration(2 * (18 + 18 + 16 + 6) * ms); sum.Agents[0].Serial != want {
+		t.Errorf("serial %v, want %v", sum.Agents[0].Serial, want)
+	}
+}
