@@ -108,13 +108,13 @@ func (r *run) exec(src string) (any, error) {
 		return nil, err
 	}
 
-	th := &starlark.Thread{Name: "run_code", Print: r.print}
+	th := &starlark.Thread{Name: "run_code", Print: threadPrint}
 	th.SetLocal(runKey, r)
 	// The thread looks at ctx every pollSteps steps (OnMaxSteps, raising
 	// the mark each time until the step limit): a thread waiting in a tool
 	// call is woken by that call's own ctx, so no watcher is needed.
 	th.SetMaxExecutionSteps(min(pollSteps, lim.Steps))
-	th.OnMaxSteps = r.onMaxSteps
+	th.OnMaxSteps = threadMaxSteps
 	r.thread = th
 	globals, err := prog.Init(th, fns)
 	if hit := r.limitHit(); hit != nil {
@@ -169,6 +169,11 @@ var errWallTime = errors.New("run_code wall time limit")
 // pollSteps is how many execution steps a thread runs between two looks
 // at the run's ctx.
 const pollSteps = 256
+
+// threadPrint and threadMaxSteps are every thread's Print and
+// OnMaxSteps: they find the run through the thread, as the helpers do.
+func threadPrint(th *starlark.Thread, msg string) { runOf(th).print(th, msg) }
+func threadMaxSteps(th *starlark.Thread)          { runOf(th).onMaxSteps(th) }
 
 // onMaxSteps is the thread's OnMaxSteps: at the step limit it stops the
 // run; before it, the thread has run pollSteps more steps, and it stops
@@ -328,7 +333,7 @@ func (r *run) compile(src string) (*starlark.Program, starlark.StringDict, error
 				fns = nil // the view changed: compile again
 				break
 			}
-			fns[name] = r.toolFunc(name)
+			fns[name] = r.e.toolFunc(name)
 		}
 		if fns != nil {
 			return c.prog, fns, nil
@@ -353,7 +358,7 @@ func (r *run) compile(src string) (*starlark.Program, starlark.StringDict, error
 		} else if _, ok := view.Get(name); !ok {
 			return false
 		} else {
-			fns[name] = r.toolFunc(name)
+			fns[name] = r.e.toolFunc(name)
 		}
 		names = append(names, name)
 		return true
@@ -409,13 +414,20 @@ func (c *programCache) put(src string, p *compiled) {
 }
 
 // toolFunc is a tool as a program function: keyword arguments, the value
-// (else the text), a failure raised.
-func (r *run) toolFunc(name string) *starlark.Builtin {
-	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+// (else the text), a failure raised. Like the helpers, it finds its run
+// through the thread, so the engine keeps one per tool name and every run
+// shares it (up to maxToolFuncs names; past them each run makes its own).
+func (e *engine) toolFunc(name string) *starlark.Builtin {
+	e.fnMu.Lock()
+	defer e.fnMu.Unlock()
+	if b, ok := e.fns[name]; ok {
+		return b
+	}
+	b := starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) > 0 {
 			return nil, fmt.Errorf("%s() takes keyword arguments only, e.g. %s(name=value)", name, name)
 		}
-		res, err := r.call(name, kwargs)
+		res, err := runOf(th).call(name, kwargs)
 		if err != nil {
 			return nil, err
 		}
@@ -424,7 +436,17 @@ func (r *run) toolFunc(name string) *starlark.Builtin {
 		}
 		return valueOf(res)
 	})
+	if len(e.fns) < maxToolFuncs {
+		if e.fns == nil {
+			e.fns = make(map[string]*starlark.Builtin)
+		}
+		e.fns[name] = b
+	}
+	return b
 }
+
+// maxToolFuncs bounds the tool functions an engine keeps.
+const maxToolFuncs = 4096
 
 // callable reports whether a tool is a function of its own in programs:
 // an identifier that is neither a keyword, a helper, nor run_code itself
