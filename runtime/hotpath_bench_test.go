@@ -188,3 +188,33 @@ func BenchmarkHotPath_Direct17(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHotPath_NestedTurn16 is one call whose body runs a 16-call turn
+// (a Code Mode parallel list); compare BenchmarkHotPath_Turn16 plus one
+// Execute.
+func BenchmarkHotPath_NestedTurn16(b *testing.B) {
+	reg, _ := runtime.New(runtime.WithEvents(false))
+	defer reg.Close(context.Background())
+	reg.Global().Register(trivialDef("t"))
+	s, _ := reg.NewScope("a")
+	calls := make([]runtime.TurnCall, 16)
+	for i := range calls {
+		calls[i] = runtime.TurnCall{ID: "c", Name: "t", ArgumentsText: `{}`}
+	}
+	outer := trivialDef("outer")
+	outer.Execute = func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
+		if _, err := s.ExecuteTurn(ctx, calls, runtime.WithMaxParallel(16)); err != nil {
+			return nil, err
+		}
+		return "ok", nil
+	}
+	reg.Global().Register(outer)
+	ctx := context.Background()
+	call := runtime.Call{ID: "1", Name: "outer", Arguments: json.RawMessage(`{}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := s.Execute(ctx, call); r.IsError() {
+			b.Fatal(r.ErrorMessage())
+		}
+	}
+}
