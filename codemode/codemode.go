@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"go.starlark.net/starlark"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -200,6 +203,9 @@ type engine struct {
 	reg   *runtime.Registry
 	lim   Limits
 	cache programCache
+
+	fnMu sync.Mutex
+	fns  map[string]*starlark.Builtin // the tool functions, by name (toolFunc)
 }
 
 // execute is run_code's body: one fresh interpreter per run.

@@ -71,10 +71,11 @@
 // # Limits
 //
 // Limits bound execution steps, tool calls per program, wall time (also
-// the call's ctx: cancelling it cancels the thread — Starlark's
-// Thread.Cancel — and the inner calls' ctx), print output, the value's
-// size, the program text, and the size of a value built by + or * and of
-// a range (Limits.Size). A limit hit ends the run as a CODE_LIMIT failure
+// the call's ctx: cancelling it cancels the inner calls' ctx, and the
+// thread, which looks at the ctx every 256 steps, stops — Starlark's
+// Thread.Cancel; a caller's deadline sooner than the wall time stands in
+// for it), print output, the value's size, the program text, and the size
+// of a value built by + or * and of a range (Limits.Size). A limit hit ends the run as a CODE_LIMIT failure
 // naming the limit and its value. A program that does not parse, or fails
 // while running (including an uncaught tool failure), is a CODE_ERROR
 // failure whose message gives the line and column and the failing line's

@@ -163,3 +163,28 @@ func TestLimits_HiddenHelpersAreReserved(t *testing.T) {
 		assert.Contains(t, res.ErrorMessage(), "the name "+name+" is reserved")
 	}
 }
+
+// A caller's deadline sooner than Limits.Time ends the run in its place (the
+// run then sets no deadline of its own): a compute loop stops, as an inner
+// call does, and the failure is the caller's cancellation, not the run's
+// time limit.
+func TestLimits_CallerDeadlineSoonerThanWallTimeStopsTheRun(t *testing.T) {
+	_, s := setup(t, codemode.Config{Limits: codemode.Limits{Steps: 1 << 62}})
+	for _, program := range []string{"while True:\n    pass\n", "x = 0\nfor i in range(1000000):\n    for j in range(1000000):\n        x += 1\n"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		done := make(chan *runtime.Result, 1)
+		args, _ := json.Marshal(map[string]string{"code": program})
+		go func() {
+			done <- s.Execute(ctx, runtime.Call{ID: "rc", Name: "run_code", Arguments: json.RawMessage(args)})
+		}()
+		select {
+		case res := <-done:
+			require.True(t, res.IsError(), program)
+			assert.NotEqual(t, codemode.CodeLimit, res.Code(), res.ErrorMessage())
+			assert.True(t, strings.Contains(res.ErrorMessage(), "cancelled") || res.Code() == runtime.CodeAborted, res.ErrorMessage())
+		case <-timeAfter():
+			t.Fatalf("run_code did not stop at the caller's deadline\n%s", goroutineDump())
+		}
+		cancel()
+	}
+}

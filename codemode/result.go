@@ -24,17 +24,27 @@ var _ starlark.HasAttrs = (*result)(nil)
 
 // newResult converts a registry result.
 func newResult(res *runtime.Result) (*result, error) {
-	out := &result{ok: !res.IsError(), res: res, value: starlark.None}
+	out := &result{}
+	if err := out.set(res); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// set fills a zero result from a registry result (parallel allocates its
+// results at once).
+func (out *result) set(res *runtime.Result) error {
+	out.ok, out.res, out.value = !res.IsError(), res, starlark.None
 	if !out.ok {
 		out.errMsg, out.code = res.ErrorMessage(), string(res.Code())
-		return out, nil
+		return nil
 	}
 	v, err := valueOf(res)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	out.value = v
-	return out, nil
+	return nil
 }
 
 // valueOf is a successful result's value in a program: its structured

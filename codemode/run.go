@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	starmath "go.starlark.net/lib/math"
 	"go.starlark.net/resolve"
@@ -93,29 +94,29 @@ func (r *run) exec(src string) (any, error) {
 	if strings.Contains(src, valueName) {
 		return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("run_code: the name %s is reserved", valueName))
 	}
-	ctx, cancel := context.WithTimeoutCause(r.ctx, lim.Time, errWallTime)
-	defer cancel()
-	r.ctx = ctx
+	// The run's own deadline, unless the caller's comes first (then the
+	// caller's ends the run, as its cancellation does).
+	if d, ok := r.ctx.Deadline(); !ok || time.Until(d) > lim.Time {
+		ctx, cancel := context.WithTimeoutCause(r.ctx, lim.Time, errWallTime)
+		defer cancel()
+		r.ctx = ctx
+	}
+	ctx := r.ctx
 
 	prog, fns, err := r.compile(src)
 	if err != nil {
 		return nil, err
 	}
 
-	th := &starlark.Thread{Name: "run_code", Print: r.print}
+	th := &starlark.Thread{Name: "run_code", Print: threadPrint}
 	th.SetLocal(runKey, r)
-	th.SetMaxExecutionSteps(lim.Steps)
-	th.OnMaxSteps = func(*starlark.Thread) { r.limit("steps", strconv.FormatUint(lim.Steps, 10)) }
+	// The thread looks at ctx every pollSteps steps (OnMaxSteps, raising
+	// the mark each time until the step limit): a thread waiting in a tool
+	// call is woken by that call's own ctx, so no watcher is needed.
+	th.SetMaxExecutionSteps(min(pollSteps, lim.Steps))
+	th.OnMaxSteps = threadMaxSteps
 	r.thread = th
-	stop := context.AfterFunc(ctx, func() {
-		if context.Cause(ctx) == errWallTime {
-			r.limit("time", lim.Time.String())
-			return
-		}
-		th.Cancel("the call was cancelled")
-	})
 	globals, err := prog.Init(th, fns)
-	stop()
 	if hit := r.limitHit(); hit != nil {
 		return nil, codeLimit(hit)
 	}
@@ -164,6 +165,36 @@ func (r *run) output(value []byte) json.RawMessage {
 }
 
 var errWallTime = errors.New("run_code wall time limit")
+
+// pollSteps is how many execution steps a thread runs between two looks
+// at the run's ctx.
+const pollSteps = 256
+
+// threadPrint and threadMaxSteps are every thread's Print and
+// OnMaxSteps: they find the run through the thread, as the helpers do.
+func threadPrint(th *starlark.Thread, msg string) { runOf(th).print(th, msg) }
+func threadMaxSteps(th *starlark.Thread)          { runOf(th).onMaxSteps(th) }
+
+// onMaxSteps is the thread's OnMaxSteps: at the step limit it stops the
+// run; before it, the thread has run pollSteps more steps, and it stops
+// when the run's ctx has ended (the wall time, or the caller's
+// cancellation), else runs on to the next mark.
+func (r *run) onMaxSteps(th *starlark.Thread) {
+	lim := r.e.lim
+	if th.Steps >= lim.Steps {
+		r.limit("steps", strconv.FormatUint(lim.Steps, 10))
+		return
+	}
+	if r.ctx.Err() != nil {
+		if context.Cause(r.ctx) == errWallTime {
+			r.limit("time", lim.Time.String())
+		} else {
+			th.Cancel("the call was cancelled")
+		}
+		return
+	}
+	th.SetMaxExecutionSteps(min(th.Steps+pollSteps, lim.Steps))
+}
 
 func codeLimit(l *limitError) error { return runtime.NewError(NameLimit, CodeLimit, l.Error()) }
 
@@ -302,7 +333,7 @@ func (r *run) compile(src string) (*starlark.Program, starlark.StringDict, error
 				fns = nil // the view changed: compile again
 				break
 			}
-			fns[name] = r.toolFunc(name)
+			fns[name] = r.e.toolFunc(name)
 		}
 		if fns != nil {
 			return c.prog, fns, nil
@@ -327,7 +358,7 @@ func (r *run) compile(src string) (*starlark.Program, starlark.StringDict, error
 		} else if _, ok := view.Get(name); !ok {
 			return false
 		} else {
-			fns[name] = r.toolFunc(name)
+			fns[name] = r.e.toolFunc(name)
 		}
 		names = append(names, name)
 		return true
@@ -383,13 +414,20 @@ func (c *programCache) put(src string, p *compiled) {
 }
 
 // toolFunc is a tool as a program function: keyword arguments, the value
-// (else the text), a failure raised.
-func (r *run) toolFunc(name string) *starlark.Builtin {
-	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+// (else the text), a failure raised. Like the helpers, it finds its run
+// through the thread, so the engine keeps one per tool name and every run
+// shares it (up to maxToolFuncs names; past them each run makes its own).
+func (e *engine) toolFunc(name string) *starlark.Builtin {
+	e.fnMu.Lock()
+	defer e.fnMu.Unlock()
+	if b, ok := e.fns[name]; ok {
+		return b
+	}
+	b := starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) > 0 {
 			return nil, fmt.Errorf("%s() takes keyword arguments only, e.g. %s(name=value)", name, name)
 		}
-		res, err := r.call(name, kwargs)
+		res, err := runOf(th).call(name, kwargs)
 		if err != nil {
 			return nil, err
 		}
@@ -398,7 +436,17 @@ func (r *run) toolFunc(name string) *starlark.Builtin {
 		}
 		return valueOf(res)
 	})
+	if len(e.fns) < maxToolFuncs {
+		if e.fns == nil {
+			e.fns = make(map[string]*starlark.Builtin)
+		}
+		e.fns[name] = b
+	}
+	return b
 }
+
+// maxToolFuncs bounds the tool functions an engine keeps.
+const maxToolFuncs = 4096
 
 // callable reports whether a tool is a function of its own in programs:
 // an identifier that is neither a keyword, a helper, nor run_code itself
@@ -561,7 +609,13 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 	if s, ok := list.(starlark.Sequence); ok {
 		calls = make([]runtime.TurnCall, 0, min(s.Len(), r.e.lim.Calls))
 	}
-	w := &jsonWriter{max: r.e.lim.Output} // one buffer for every entry's arguments
+	// Every entry's arguments, then every call's id, are written into one
+	// buffer and become one string, which the calls share slices of.
+	w := &jsonWriter{}
+	var ends []int // where each entry's arguments end in w
+	if cap(calls) > 0 {
+		ends = make([]int, 0, cap(calls))
+	}
 	it := list.Iterate()
 	defer it.Done()
 	var x starlark.Value
@@ -569,11 +623,12 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 		if len(calls) >= r.e.lim.Calls {
 			return nil, r.limit("tool calls", strconv.Itoa(r.e.lim.Calls))
 		}
-		name, argsText, err := r.spec(w, x, len(calls))
+		name, err := r.spec(w, x, len(calls))
 		if err != nil {
 			return nil, err
 		}
-		calls = append(calls, runtime.TurnCall{Name: name, ArgumentsText: argsText})
+		calls = append(calls, runtime.TurnCall{Name: name})
+		ends = append(ends, w.buf.Len())
 	}
 	if err := r.reserve(len(calls)); err != nil {
 		return nil, err
@@ -581,8 +636,25 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 	if len(calls) == 0 {
 		return starlark.NewList(nil), nil
 	}
+	if r.idPrefix == nil {
+		r.idPrefix = append([]byte(r.parent.CallID()), '/')
+	}
+	first := r.calls - len(calls) + 1
+	var num [20]byte
 	for i := range calls {
-		calls[i].ID = r.childID(r.calls - len(calls) + i + 1)
+		w.buf.Write(r.idPrefix)
+		w.buf.Write(strconv.AppendInt(num[:0], int64(first+i), 10))
+		ends = append(ends, w.buf.Len())
+	}
+	text := w.buf.String()
+	start := 0
+	for i := range calls {
+		calls[i].ArgumentsText = text[start:ends[i]]
+		start = ends[i]
+	}
+	for i := range calls {
+		calls[i].ID = text[start:ends[len(calls)+i]]
+		start = ends[len(calls)+i]
 	}
 	sc := r.e.reg.Global()
 	if key := r.parent.Agent(); key != "" {
@@ -602,50 +674,50 @@ func (r *run) parallelBuiltin(_ *starlark.Thread, b *starlark.Builtin, args star
 		return nil, err
 	}
 	out := make([]starlark.Value, len(calls))
+	rs := make([]result, len(calls)) // every entry's result in one allocation
 	for i := range calls {
 		if i >= len(tr.Results) {
-			out[i] = &result{errMsg: "the call did not run (the turn failed)", code: ""}
-			continue
-		}
-		res, err := newResult(tr.Results[i])
-		if err != nil {
+			rs[i] = result{value: starlark.None, errMsg: "the call did not run (the turn failed)"}
+		} else if err := rs[i].set(tr.Results[i]); err != nil {
 			return nil, err
 		}
-		out[i] = res
+		out[i] = &rs[i]
 	}
 	return starlark.NewList(out), nil
 }
 
 // spec reads one entry of a parallel list: (name, {args}) or (name,). Its
-// arguments are written with w, reused from entry to entry.
-func (r *run) spec(w *jsonWriter, x starlark.Value, i int) (string, string, error) {
+// arguments are appended to w, which holds the entries before it; each is
+// bounded by Limits.Output on its own.
+func (r *run) spec(w *jsonWriter, x starlark.Value, i int) (string, error) {
 	seq, ok := x.(starlark.Indexable)
 	if _, isStr := x.(starlark.String); isStr || !ok || seq.Len() < 1 || seq.Len() > 2 {
-		return "", "", fmt.Errorf("parallel: entry %d is a %s; want (name, {args})", i, x.Type())
+		return "", fmt.Errorf("parallel: entry %d is a %s; want (name, {args})", i, x.Type())
 	}
 	name, ok := seq.Index(0).(starlark.String)
 	if !ok {
-		return "", "", fmt.Errorf("parallel: entry %d: the tool name is a %s, want a string", i, seq.Index(0).Type())
+		return "", fmt.Errorf("parallel: entry %d: the tool name is a %s, want a string", i, seq.Index(0).Type())
 	}
 	if string(name) == runtime.RunCodeName {
-		return "", "", errors.New("run_code cannot be called from a program")
+		return "", errors.New("run_code cannot be called from a program")
 	}
 	if seq.Len() == 1 {
-		return string(name), "{}", nil
+		w.buf.WriteString("{}")
+		return string(name), nil
 	}
 	d, ok := seq.Index(1).(*starlark.Dict)
 	if !ok {
-		return "", "", fmt.Errorf("parallel: entry %d: the arguments are a %s, want a dict", i, seq.Index(1).Type())
+		return "", fmt.Errorf("parallel: entry %d: the arguments are a %s, want a dict", i, seq.Index(1).Type())
 	}
-	w.buf.Reset()
+	w.max = w.buf.Len() + r.e.lim.Output
 	err := w.value(d, 0)
 	if errors.Is(err, errTooLarge) {
-		return "", "", fmt.Errorf("parallel: entry %d: arguments larger than %d bytes", i, r.e.lim.Output)
+		return "", fmt.Errorf("parallel: entry %d: arguments larger than %d bytes", i, r.e.lim.Output)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("parallel: entry %d: arguments: %w", i, err)
+		return "", fmt.Errorf("parallel: entry %d: arguments: %w", i, err)
 	}
-	return string(name), w.buf.String(), nil
+	return string(name), nil
 }
 
 // sum is Python's sum(iterable, start=0), which Starlark lacks: models

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 )
@@ -26,6 +27,14 @@ func fromJSON(b []byte) (starlark.Value, error) {
 	if v, ok := scalar(b); ok {
 		return v, nil
 	}
+	if v, rest, ok := compactValue(b, 0); ok && len(rest) == 0 {
+		return v, nil
+	}
+	return decodeJSON(b)
+}
+
+// decodeJSON is fromJSON for any JSON text, with the decoder.
+func decodeJSON(b []byte) (starlark.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	v, err := decodeValue(dec, 0)
@@ -95,6 +104,111 @@ func decodeValue(dec *json.Decoder, depth int) (starlark.Value, error) {
 	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }
 
+// compactValue is fromJSON's fast path for compact JSON, the form a
+// result's value has: it reads one value from the start of b and returns
+// it and the bytes after it. ok is false for anything it does not read
+// (whitespace, a string with escapes or invalid UTF-8, depth beyond
+// maxDepth, malformed input): the decoder then reads b in full, so both
+// give the same values.
+func compactValue(b []byte, depth int) (v starlark.Value, rest []byte, ok bool) {
+	if len(b) == 0 || depth > maxDepth {
+		return nil, nil, false
+	}
+	switch c := b[0]; {
+	case c == '{':
+		d := starlark.NewDict(0)
+		b = b[1:]
+		if len(b) > 0 && b[0] == '}' {
+			return d, b[1:], true
+		}
+		for {
+			k, r, ok := compactString(b)
+			if !ok || len(r) == 0 || r[0] != ':' {
+				return nil, nil, false
+			}
+			var x starlark.Value
+			if x, b, ok = compactValue(r[1:], depth+1); !ok || len(b) == 0 {
+				return nil, nil, false
+			}
+			if d.SetKey(starlark.String(k), x) != nil {
+				return nil, nil, false
+			}
+			if b[0] == '}' {
+				return d, b[1:], true
+			}
+			if b[0] != ',' {
+				return nil, nil, false
+			}
+			b = b[1:]
+		}
+	case c == '[':
+		var elems []starlark.Value
+		b = b[1:]
+		if len(b) > 0 && b[0] == ']' {
+			return starlark.NewList(nil), b[1:], true
+		}
+		for {
+			var x starlark.Value
+			if x, b, ok = compactValue(b, depth+1); !ok || len(b) == 0 {
+				return nil, nil, false
+			}
+			elems = append(elems, x)
+			if b[0] == ']' {
+				return starlark.NewList(elems), b[1:], true
+			}
+			if b[0] != ',' {
+				return nil, nil, false
+			}
+			b = b[1:]
+		}
+	case c == '"':
+		s, r, ok := compactString(b)
+		if !ok {
+			return nil, nil, false
+		}
+		return starlark.String(s), r, true
+	case c == 't' && bytes.HasPrefix(b, []byte("true")):
+		return starlark.True, b[4:], true
+	case c == 'f' && bytes.HasPrefix(b, []byte("false")):
+		return starlark.False, b[5:], true
+	case c == 'n' && bytes.HasPrefix(b, []byte("null")):
+		return starlark.None, b[4:], true
+	case c == '-' || c >= '0' && c <= '9':
+		i := 1
+		for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '.' || b[i] == 'e' || b[i] == 'E' || b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !json.Valid(b[:i]) {
+			return nil, nil, false
+		}
+		x, err := numberValue(string(b[:i]))
+		if err != nil {
+			return nil, nil, false
+		}
+		return x, b[i:], true
+	}
+	return nil, nil, false
+}
+
+// compactString reads a JSON string without escapes at the start of b.
+func compactString(b []byte) (string, []byte, bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			if !utf8.Valid(b[1:i]) {
+				return "", nil, false
+			}
+			return string(b[1:i]), b[i+1:], true
+		case c == '\\' || c < 0x20:
+			return "", nil, false
+		}
+	}
+	return "", nil, false
+}
+
 // numberValue is an int for an integer literal (any size), else a float.
 func numberValue(s string) (starlark.Value, error) {
 	if !strings.ContainsAny(s, ".eE") {
@@ -155,6 +269,11 @@ func (w *jsonWriter) value(v starlark.Value, depth int) error {
 			w.buf.WriteString("false")
 		}
 	case starlark.Int:
+		if i, ok := x.Int64(); ok { // within float64's range: written without a string
+			var num [20]byte
+			w.buf.Write(strconv.AppendInt(num[:0], i, 10))
+			break
+		}
 		if f := float64(x.Float()); math.IsInf(f, 0) {
 			// JSON numbers are read as float64 at the other end: a literal
 			// past its range is not lossless (R47).
@@ -249,7 +368,7 @@ func scalar(b []byte) (starlark.Value, bool) {
 	}
 	switch c := b[0]; {
 	case c == '"':
-		if len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexByte(b[1:len(b)-1], '\\') < 0 && bytes.IndexByte(b[1:len(b)-1], '"') < 0 {
+		if len(b) >= 2 && b[len(b)-1] == '"' && bytes.IndexByte(b[1:len(b)-1], '\\') < 0 && bytes.IndexByte(b[1:len(b)-1], '"') < 0 && utf8.Valid(b[1:len(b)-1]) {
 			return starlark.String(b[1 : len(b)-1]), true
 		}
 	case c == '-' || c >= '0' && c <= '9':

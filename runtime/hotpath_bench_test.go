@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -138,6 +139,82 @@ func BenchmarkHotPath_MessagePath(b *testing.B) {
 		}
 		if rep, ok := res.(*messages.ExecuteReply); !ok || rep.GetResult().GetIsError() {
 			b.Fatalf("unexpected reply %v", res)
+		}
+	}
+}
+
+// BenchmarkHotPath_Nested16 is one call whose body makes 16 nested calls
+// (the admission path of a nested call, as a Code Mode program's calls
+// take); BenchmarkHotPath_Direct17 is the same 17 calls made directly.
+func BenchmarkHotPath_Nested16(b *testing.B) {
+	reg, _ := runtime.New(runtime.WithEvents(false))
+	defer reg.Close(context.Background())
+	reg.Global().Register(trivialDef("t"))
+	outer := trivialDef("outer")
+	inner := runtime.Call{ID: "n", Name: "t", Agent: "a", Arguments: json.RawMessage(`{}`)}
+	outer.Execute = func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
+		for range 16 {
+			if r := reg.Execute(ctx, inner); r.IsError() {
+				return nil, errors.New(r.ErrorMessage())
+			}
+		}
+		return "ok", nil
+	}
+	reg.Global().Register(outer)
+	s, _ := reg.NewScope("a")
+	ctx := context.Background()
+	call := runtime.Call{ID: "1", Name: "outer", Arguments: json.RawMessage(`{}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := s.Execute(ctx, call); r.IsError() {
+			b.Fatal(r.ErrorMessage())
+		}
+	}
+}
+
+func BenchmarkHotPath_Direct17(b *testing.B) {
+	reg, _ := runtime.New(runtime.WithEvents(false))
+	defer reg.Close(context.Background())
+	reg.Global().Register(trivialDef("t"))
+	s, _ := reg.NewScope("a")
+	ctx := context.Background()
+	call := runtime.Call{ID: "1", Name: "t", Arguments: json.RawMessage(`{}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 17 {
+			if r := s.Execute(ctx, call); r.IsError() {
+				b.Fatal(r.ErrorMessage())
+			}
+		}
+	}
+}
+
+// BenchmarkHotPath_NestedTurn16 is one call whose body runs a 16-call turn
+// (a Code Mode parallel list); compare BenchmarkHotPath_Turn16 plus one
+// Execute.
+func BenchmarkHotPath_NestedTurn16(b *testing.B) {
+	reg, _ := runtime.New(runtime.WithEvents(false))
+	defer reg.Close(context.Background())
+	reg.Global().Register(trivialDef("t"))
+	s, _ := reg.NewScope("a")
+	calls := make([]runtime.TurnCall, 16)
+	for i := range calls {
+		calls[i] = runtime.TurnCall{ID: "c", Name: "t", ArgumentsText: `{}`}
+	}
+	outer := trivialDef("outer")
+	outer.Execute = func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
+		if _, err := s.ExecuteTurn(ctx, calls, runtime.WithMaxParallel(16)); err != nil {
+			return nil, err
+		}
+		return "ok", nil
+	}
+	reg.Global().Register(outer)
+	ctx := context.Background()
+	call := runtime.Call{ID: "1", Name: "outer", Arguments: json.RawMessage(`{}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := s.Execute(ctx, call); r.IsError() {
+			b.Fatal(r.ErrorMessage())
 		}
 	}
 }

@@ -265,7 +265,9 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 	if sh.nest == nil {
 		sh.nest = &shellNest{}
 	}
-	w := &nestWaiter{s: s, sh: sh, parallel: parallel}
+	// The waiter lives on the stack until the call has to wait: a nested
+	// call that runs at once (the usual case) allocates nothing here.
+	wv := nestWaiter{s: s, sh: sh, parallel: parallel}
 	if !insideOf(s, sh) {
 		// No ancestor holds the scope: first come, first served (N1) — at
 		// once when nobody waits and it fits, else in line, unless a call
@@ -276,7 +278,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 			s.hold(sh, !parallel, true)
 			return nil
 		}
-		w.inLine = true
+		w := &nestWaiter{s: s, sh: sh, parallel: parallel, inLine: true}
 		if r.cycleThrough(w) == nil {
 			w.ready = make(chan struct{})
 			w.aw = &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
@@ -289,12 +291,12 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 			n.mu.Unlock()
 			return r.waitInLine(w)
 		}
-		w.inLine = false
 	}
-	if r.tryNested(w) {
+	if r.tryNested(&wv) {
 		n.mu.Unlock()
 		return nil
 	}
+	w := &nestWaiter{s: s, sh: sh, parallel: parallel}
 	// Mark the gate, then look again: a release from now on takes the slow
 	// path and looks at us (it needs n.mu, which we hold), and one made
 	// before the mark is seen by this second look.

@@ -317,9 +317,11 @@ func renderDefault(value []byte) Block {
 	if n := len(value); n >= 2 && value[0] == '"' && !hasEscape(value[1:n-1]) {
 		return Text(unsafe.String(&value[1], n-2))
 	}
-	var s string
-	if len(value) > 0 && value[0] == '"' && json.Unmarshal(value, &s) == nil {
-		return Text(s)
+	if len(value) > 0 && value[0] == '"' {
+		var s string // declared here: it escapes, so other values skip its allocation
+		if json.Unmarshal(value, &s) == nil {
+			return Text(s)
+		}
 	}
 	return Text(string(value))
 }
