@@ -763,8 +763,10 @@ func TestImport_ResyncBounded(t *testing.T) {
 	errs := make(chan error, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
+	// The timeout bounds Import's own listing too, so it is long enough for
+	// a loaded machine; the hanging re-sync below waits it out.
 	im, err := mcp.Import(ctx, reg.Global(), c.session,
-		mcp.WithSyncTimeout(50*time.Millisecond), mcp.WithSyncErrorHandler(func(err error) { errs <- err }))
+		mcp.WithSyncTimeout(time.Second), mcp.WithSyncErrorHandler(func(err error) { errs <- err }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -928,11 +930,13 @@ func TestImport_ResyncWaitsOutASlowSync(t *testing.T) {
 	textTool(server, "a", "a")
 	c := connectInMemory(t, server)
 	reg := newRegistry(t)
-	im := mustImport(t, reg.Global(), c.session, mcp.WithSyncTimeout(50*time.Millisecond))
+	// The sync timeout bounds Import's listing and the waiting re-sync's, so
+	// it is long enough for a loaded machine; the slow Sync outlasts it.
+	im := mustImport(t, reg.Global(), c.session, mcp.WithSyncTimeout(time.Second))
 	hangOnce.Store(true)
 	slow := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 		defer cancel()
 		slow <- im.Sync(ctx)
 	}()

@@ -30,8 +30,15 @@ client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
 });
 
 const text = (r) => r.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
-const bounded = (p, what) =>
-  Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`timed out waiting for ${what}`)), 10000))]);
+// bounded races p against a 10 s timer and clears the timer once p settles,
+// so a finished run exits at once instead of waiting the timers out.
+const bounded = (p, what) => {
+  let timer;
+  const timeout = new Promise((_, rej) => {
+    timer = setTimeout(() => rej(new Error(`timed out waiting for ${what}`)), 10000);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+};
 
 await bounded(client.connect(transport), "connect");
 const seen = { mode, server: client.getServerVersion()?.name };
