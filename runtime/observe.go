@@ -132,6 +132,9 @@ type Subscription struct {
 	once    sync.Once
 	dropped atomic.Int64
 	exited  chan struct{}
+	// sync: a Hooks.Event, called in place by deliverTyped; never
+	// closed, never dropped.
+	sync bool
 }
 
 // Subscribe calls fn with every event of the registry from now on: calls
@@ -253,6 +256,10 @@ func (r *Registry) typedSubs() []*Subscription {
 // deliverTyped hands e to every subscription in subs, never blocking.
 func deliverTyped(subs []*Subscription, e Event) {
 	for _, s := range subs {
+		if s.sync {
+			s.deliverSync(e)
+			continue
+		}
 		select {
 		case s.ch <- e:
 		default:
@@ -274,6 +281,9 @@ func (r *Registry) closeSubscriptions() {
 	subs := r.typedSubs()
 	r.subsMu.Unlock()
 	for _, s := range subs {
+		if s.sync {
+			continue
+		}
 		s.end(s.drain)
 	}
 }

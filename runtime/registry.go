@@ -83,6 +83,7 @@ type config struct {
 	// (bounds.go); 0: the defaults.
 	maxSchemaBytes int
 	maxArgBytes    int
+	hooks          []Hooks // WithHooks (hooks.go)
 }
 
 // Option configures a Registry.
@@ -182,6 +183,7 @@ func New(opts ...Option) (*Registry, error) {
 		workers:   newWorkerPool(64),
 	}
 	r.life.init()
+	r.installHooks()
 	if cfg.system != nil {
 		r.system = cfg.system
 	} else {
