@@ -341,7 +341,4 @@ func (r *Registry) shutdown() {
 		_ = r.metrics.reg.Unregister()
 	}
 	r.workers.close()
-	if r.ownSystem {
-		r.system.Shutdown()
-	}
 }
