@@ -77,8 +77,10 @@
 // that could only deadlock (two parallel siblings both asking for an
 // exclusive call of their scope) fails at once with CodeWouldDeadlock. A
 // call waiting for admission leaves when its ctx ends
-// (CodeAbortedBeforeDispatch). Close called from inside a call returns
-// ErrCloseInsideCall instead of waiting for itself.
+// (CodeAbortedBeforeDispatch). Close called from inside a call with the
+// callback's ctx returns ErrCloseInsideCall instead of waiting for itself;
+// with an unrelated ctx it waits until that ctx ends, as
+// http.Server.Shutdown called from a handler does.
 //
 // # Observability
 //
