@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -134,8 +133,6 @@ func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error { c.logger = l; return nil })
 }
 
-var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
-
 // New creates a registry with its global scope (R1).
 func New(opts ...Option) (*Registry, error) {
 	cfg := config{maxParallel: 10, events: true}
@@ -148,7 +145,7 @@ func New(opts ...Option) (*Registry, error) {
 		}
 	}
 	if cfg.logger == nil {
-		cfg.logger = discardLogger
+		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Registry{
 		cfg:       cfg,
