@@ -90,10 +90,8 @@ func TestChurnChecker(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with -churn-seed=%d), duration %v, load parts %v", seed, seed, dur, parts)
 
-	// Ignore what runs already, and protoactor's dead-letter throttle, which
-	// outlives its actor system by design.
-	leakOpts := []goleak.Option{goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")}
+	// Ignore what runs already.
+	leakOpts := []goleak.Option{goleak.IgnoreCurrent()}
 	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(0))
 
 	c := &ckRun{t: t, parts: parts, hung: make(chan struct{}), inflight: map[int64]ckOp{}, codes: map[string]int64{}}

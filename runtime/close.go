@@ -223,7 +223,8 @@ func (r *Registry) InFlight() int { return int(r.life.inflight.Load()) }
 
 // ErrCloseInsideCall is returned by a Close made from inside a toolscope
 // callback (a tool body, a hook, a guard, an observer, a change subscriber,
-// the approver): Close has begun the shutdown but does not wait for it,
+// the approver) with the ctx the callback was given, or one derived from
+// it: Close has begun the shutdown but does not wait for it,
 // since the teardown cannot complete before the calling callback returns
 // (see Close).
 var ErrCloseInsideCall = errors.New("runtime: Close called from inside a toolscope callback: the shutdown has begun and completes once the calling call has returned")
@@ -236,27 +237,30 @@ func closedResult() *Result { return codedFailure(NameClosed, CodeClosed, "regis
 // cancelled (their ctx is done; cooperative bodies return and their
 // callers get ABORTED-style results) and Close returns ctx.Err() while the
 // teardown completes in the background once they have returned; a later
-// Close waits for it. After the drain every scope is disposed, the actors
-// are stopped and, if the registry started its own actor system, it is
-// shut down. Close is idempotent.
+// Close waits for it. After the drain every scope is disposed and the
+// registry's dispatch workers exit. Close is idempotent.
 //
 // Close made from inside a toolscope callback — a tool body, a hook, a
 // guard, the approver, an observer, a change subscriber (including one
 // hearing the removals of Close's own teardown) — cannot wait: the drain
 // includes the call it is made from, and the teardown runs the callbacks it
-// is made from. It begins the shutdown exactly as above and returns
-// ErrCloseInsideCall at once; its ctx still bounds the drain: when it ends
-// before the teardown is complete, now or later, the calls in flight are
-// cancelled (a callback's own ctx ends when its call ends, so passing it
-// cancels the rest as soon as the calling call is over);
-// the teardown completes once the calling call has returned, and a later
-// Close from outside waits for it and returns nil. The caller is recognised
-// by its ctx when that carries an execution of this registry (a callback's
-// ctx, or one derived from it, on any goroutine), else by its goroutine's
-// stack holding a toolscope frame below Close (any registry's callback; read
-// only when Close would otherwise wait). A callback that hands Close to
-// another goroutine with an unrelated ctx and waits for it still waits for
-// itself: nothing can tell that caller apart.
+// is made from. Close recognises such a caller by its ctx: the ctx the
+// callback was given, or one derived from it, on any goroutine (an
+// execution's ctx of this registry, or the ctx of a change subscriber or of
+// ExecutionMode's classifier). With it, Close begins the shutdown exactly as
+// above and returns ErrCloseInsideCall at once; its ctx still bounds the
+// drain: when it ends before the teardown is complete, now or later, the
+// calls in flight are cancelled (a callback's own ctx ends when its call
+// ends, so passing it cancels the rest as soon as the calling call is
+// over); the teardown completes once the calling call has returned, and a
+// later Close from outside waits for it and returns nil.
+//
+// A Close from inside a callback with an unrelated ctx (context.Background(),
+// or a ctx not derived from the callback's) cannot be told apart from a
+// Close from outside, so it waits like one, as http.Server.Shutdown called
+// from a handler does: until its ctx ends, which cancels the calls in flight
+// (the calling one included) and returns ctx.Err(). A callback that calls
+// Close passes the ctx it was given.
 func (r *Registry) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
 		r.closed.Store(true)
@@ -310,15 +314,13 @@ func (r *Registry) cancelOnExpiry(ctx context.Context) {
 }
 
 // insideCallback reports whether a Close with ctx is made from inside a
-// toolscope callback (see Close).
+// toolscope callback: whether ctx is, or derives from, a ctx the registry
+// gave a callback (see Close). No goroutine identity or stack is read.
 func (r *Registry) insideCallback(ctx context.Context) bool {
 	if s := execOf(ctx); s != nil && s.reg == r {
 		return true
 	}
-	if fromCallbackCtx(ctx) {
-		return true // a change subscriber's (or ExecutionMode classifier's) ctx
-	}
-	return onCallbackStack("(*Registry).Close")
+	return fromCallbackCtx(ctx) // a change subscriber's (or ExecutionMode classifier's) ctx
 }
 
 func (r *Registry) shutdown() {
@@ -341,7 +343,4 @@ func (r *Registry) shutdown() {
 		_ = r.metrics.reg.Unregister()
 	}
 	r.workers.close()
-	if r.ownSystem {
-		r.system.Shutdown()
-	}
 }

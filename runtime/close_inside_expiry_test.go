@@ -9,11 +9,14 @@ import (
 	"github.com/toolscope/toolscope/runtime"
 )
 
-// N5, R86: a Close made from inside a callback returns ErrCloseInsideCall
-// at once, but its ctx still bounds the drain: when that ctx ends later, the
-// calls in flight are cancelled, exactly as for a Close from outside whose
-// ctx expires. (It was looked at once, when Close was called: a deadline
-// that expired afterwards never cancelled anything.)
+// N5, R86: a Close made from inside a callback with the callback's ctx (or
+// one derived from it) returns ErrCloseInsideCall at once, but its ctx still
+// bounds the drain: when that ctx ends later, the calls in flight are
+// cancelled, exactly as for a Close from outside whose ctx expires. (It was
+// looked at once, when Close was called: a deadline that expired afterwards
+// never cancelled anything.) With an unrelated ctx, Close cannot tell it is
+// inside a callback: it waits like a Close from outside, until that ctx
+// ends, and then cancels the calls in flight the same way.
 func TestClose_N5_InsideCallbackHonoursLaterExpiry(t *testing.T) {
 	for _, withCallbackCtx := range []bool{false, true} {
 		reg := mustNew(t)
@@ -43,21 +46,39 @@ func TestClose_N5_InsideCallbackHonoursLaterExpiry(t *testing.T) {
 		coop := make(chan *runtime.Result, 1)
 		go func() { coop <- reg.Execute(context.Background(), runtime.Call{ID: "coop", Name: "coop"}) }()
 		awaitClosed(t, started, "the cooperative body to start")
-		reg.Execute(context.Background(), runtime.Call{ID: "closer", Name: "closer"})
-		if err := <-closedInside; !errors.Is(err, runtime.ErrCloseInsideCall) {
-			t.Fatalf("Close from a body: %v, want ErrCloseInsideCall", err)
-		}
+		closerDone := make(chan struct{})
+		go func() {
+			defer close(closerDone)
+			reg.Execute(context.Background(), runtime.Call{ID: "closer", Name: "closer"})
+		}()
+		var err error
 		if withCallbackCtx {
-			// The callback's ctx ended with its call: that is the Close
-			// ctx ending, so the calls in flight are cancelled now.
+			boundedWait(t, waitLimit, "Close from a body with its ctx", func() { err = <-closedInside })
+			if !errors.Is(err, runtime.ErrCloseInsideCall) {
+				t.Fatalf("Close from a body with its ctx: %v, want ErrCloseInsideCall", err)
+			}
+			// The callback's ctx ends with its call: that is the Close ctx
+			// ending, so the calls in flight are cancelled then.
 		} else {
+			// Close cannot return before its ctx ends: the drain includes
+			// the call it is made from.
+			select {
+			case err := <-closedInside:
+				t.Fatalf("Close from a body with an unrelated ctx returned before its ctx ended: %v", err)
+			default:
+			}
 			expire()
+			boundedWait(t, waitLimit, "Close from a body with an unrelated ctx, once its ctx ended", func() { err = <-closedInside })
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Close from a body with an unrelated ctx: %v, want its ctx's error", err)
+			}
 		}
 		var r *runtime.Result
 		boundedWait(t, waitLimit, "the cooperative call to be cancelled by Close's expired ctx", func() { r = <-coop })
 		if !r.IsError() {
 			t.Errorf("the call in flight once Close's ctx ended: %s (error %v), want cancelled", r.Text(), r.IsError())
 		}
+		boundedWait(t, waitLimit, "the closing call to return", func() { <-closerDone })
 		expire()
 		closeCompletes(t, reg)
 	}

@@ -1,5 +1,7 @@
 // Package runtime is toolscope's public API: a tool registry and execution
-// pipeline for LLM agents, built on protoactor-go.
+// pipeline for LLM agents. It is plain Go: no actor system, no goroutine
+// identity; its actor face (scopes as protoactor actors, protobuf
+// messages) is package actors, built on this API.
 //
 // # Scopes
 //
@@ -41,10 +43,11 @@
 // # Reads
 //
 // A Scope handle reads its own key's view; Registry.View(key) reads any
-// key's without a handle. Get, Schemas and ExecutionMode answer for one view without waiting on any
-// actor: each scope's actor publishes an immutable snapshot of its layer
-// after every change, and a read loads each layer on the chain once, so it
-// sees one consistent state. Get and ExecutionMode resolve one name without
+// key's without a handle. Get, Schemas and ExecutionMode answer for one
+// view without taking a lock: each scope publishes an immutable snapshot of
+// its layer after every change (its mutations are applied one at a time
+// under the scope's mutex), and a read loads each layer on the chain once,
+// so it sees one consistent state. Get and ExecutionMode resolve one name without
 // building the view, so they cost the same with 1 or 10,000 tools.
 // Schemas returns only name, description and parameters. ExecutionMode is
 // Parallel only when the tool's classifier returns exactly (true, nil);
@@ -57,9 +60,10 @@
 // context cancellation), output validation and rendering, post-execute,
 // the content finalizer and result observers (docs/contract.md §7). Every failure is a
 // coded or plain failure Result; no panic escapes; the returned Result is an
-// immutable snapshot. Dispatch is admitted by the scope's supervisor actor:
-// parallel-classified calls overlap, an exclusive call runs alone, first
-// come first served.
+// immutable snapshot. Dispatch is admitted by the scope's gate: one CAS
+// when the call fits, else a FIFO line kept under a mutex (the scope's
+// supervisor); parallel-classified calls overlap, an exclusive call runs
+// alone, first come first served.
 //
 // # Turns
 //
@@ -77,8 +81,10 @@
 // that could only deadlock (two parallel siblings both asking for an
 // exclusive call of their scope) fails at once with CodeWouldDeadlock. A
 // call waiting for admission leaves when its ctx ends
-// (CodeAbortedBeforeDispatch). Close called from inside a call returns
-// ErrCloseInsideCall instead of waiting for itself.
+// (CodeAbortedBeforeDispatch). Close called from inside a call with the
+// callback's ctx returns ErrCloseInsideCall instead of waiting for itself;
+// with an unrelated ctx it waits until that ctx ends, as
+// http.Server.Shutdown called from a handler does.
 //
 // # Observability
 //
@@ -89,25 +95,25 @@
 // durations, admission waits, in-flight and queued calls and failures by
 // outcome, by tool name (a call to a name that resolves to no tool is
 // recorded under UnknownToolMetricName, so the series stay bounded by the
-// registered tools); WithLogger receives the registry's warnings and, for a registry
-// that owns its actor system, protoactor's. Nothing is built for any of them
+// registered tools); WithLogger receives the registry's warnings;
+// WithHooks' Event receives every typed event in place (package actors
+// republishes them as protobuf events). Nothing is built for any of them
 // while it is not configured.
 //
 // # Actors and messages
 //
-// Each scope is a protoactor actor (internal/actorsys) that is the single
-// writer of its layer; user code never runs inside an actor's Receive, so
-// every callback may call back into the registry. Scope.PID exposes the
-// actor: other actors in the same system may send it the protobuf requests
-// of package messages (execute, execution mode, get, schemas, turn) and get
-// the replies. A PID answers in its scope's view, as the scope's Execute
-// does: a Call whose agent names another scope is refused (a failure
-// result, or an ErrorReply to an execution-mode request), and a message
-// the PID does not know gets an ErrorReply, never silence. The actor is spawned by the first PID request; until then
-// the scope's mutations are applied one at a time by their callers, with
-// the actor's own code, so an idle scope costs no actor. WithActorSystem embeds toolscope in an existing system.
-// Nothing else in the API needs protoactor: a plain Go program uses
-// Registry, Scope, View and the callbacks only.
+// This package is actor-free: a scope is a layer and a gate, its mutations
+// are applied by their callers one at a time under the scope's mutex, and
+// admission waits in an in-process FIFO line. User code never runs under a
+// registry lock, so every callback may call back into the registry. The
+// actor face is package actors: it spawns a protoactor actor per scope (in
+// the user's actor system or its own) that answers the protobuf requests of
+// package messages (execute, execution mode, get, schemas, turn) through
+// this package's public API — Scope.Execute, Scope.ExecuteTurn, the reads —
+// and republishes the typed events (WithHooks) as protobuf events. The data
+// conversions it needs are here (Result.Proto, ResultFromProto,
+// CallFromProto, Mode.Proto, ...). A Go program that never asks for an actor
+// pays nothing for one.
 //
 // # API conventions
 //
@@ -137,10 +143,11 @@
 //   - Timeouts are declared on tools and enforced by WithTimeouts.
 //   - Failure codes are typed (Code); a user's coded error implements
 //     Coded with a plain string Code, and Result.Code returns it as a Code.
-//   - Goroutine identity is read from the stack in one slow path only,
-//     where nothing else can tell that a caller would wait for itself: a
-//     Close made from a callback with a ctx that carries no execution
-//     (context.Background()). With the callback's ctx, Close knows its
-//     caller from the ctx. No call takes that path. (Dispose needs none:
+//   - No goroutine identity: the registry never reads a goroutine's id or
+//     stack. A callback is known by the ctx it was given: Close with it
+//     does not wait for the calling call (ErrCloseInsideCall); Close with
+//     an unrelated ctx waits until that ctx ends. (Dispose needs neither:
 //     a teardown announces its removals only once it is complete.)
+//   - No package-level mutable state: everything a registry keeps lives
+//     in its Registry value.
 package runtime

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,27 +18,45 @@ func TestEvents_SubscriberJoiningMidCallSeesNoHalfPair(t *testing.T) {
 	reg, err := runtime.New()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = reg.Close(context.Background()) })
-	var log *streamLog
+	var (
+		mu  sync.Mutex
+		evs []runtime.Event
+		sub *runtime.Subscription
+	)
 	mustRegister(t, reg.Global(), hdef("join", true, func(context.Context) (any, error) {
-		if log == nil {
-			log = subscribe(t, reg) // joins mid-call
+		if sub == nil {
+			var err error
+			sub, err = reg.Subscribe(func(e runtime.Event) { // joins mid-call
+				if e.Kind == runtime.ExecutionStarted || e.Kind == runtime.ExecutionFinished {
+					mu.Lock()
+					evs = append(evs, e)
+					mu.Unlock()
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
 		}
 		return "ok", nil
 	}))
 	r := reg.Execute(context.Background(), runtime.Call{ID: "first", Name: "join"})
 	require.False(t, r.IsError(), r.Text())
-	require.NotNil(t, log)
-	log.mu.Lock()
-	assert.Empty(t, log.evs, "the call that was running when the subscriber joined")
-	log.mu.Unlock()
+	require.NotNil(t, sub)
+	defer sub.Close()
 
 	r = reg.Execute(context.Background(), runtime.Call{ID: "second", Name: "join"})
 	require.False(t, r.IsError(), r.Text())
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	require.Len(t, log.evs, 2)
-	assert.True(t, log.evs[0].started)
-	assert.False(t, log.evs[1].started)
-	assert.Equal(t, "second", log.evs[0].callID)
-	assert.Equal(t, "second", log.evs[1].callID)
+	// Delivery is in order: an event of the first call would come first.
+	waitFor(t, "the second call's events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(evs) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, evs, 2)
+	assert.Equal(t, runtime.ExecutionStarted, evs[0].Kind)
+	assert.Equal(t, runtime.ExecutionFinished, evs[1].Kind)
+	assert.Equal(t, "second", evs[0].CallID)
+	assert.Equal(t, "second", evs[1].CallID)
 }

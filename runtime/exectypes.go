@@ -314,7 +314,7 @@ type ApprovalRequest struct {
 	HasReason bool
 }
 
-// Approver resolves Ask decisions (R55). It is called outside every actor.
+// Approver resolves Ask decisions (R55). It is called under no registry lock.
 type Approver func(ctx context.Context, req ApprovalRequest) (ApprovalOutcome, error)
 
 // Guard is a deny-only check of a call (R27): deny=true refuses the call

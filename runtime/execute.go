@@ -70,7 +70,6 @@ type execState struct {
 	classified  bool
 	denied      bool
 	startedSent bool
-	events      bool // someone listened on the event stream at entry: publish both events (events.go)
 }
 
 // cx is the execution's ctx: the caller's (or turn's), carrying it.
@@ -154,9 +153,8 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	if s.rootID == "" {
 		s.rootID = s.callID
 	}
-	s.events = r.listening()
 	s.typed = r.typedListeners()
-	if s.events || s.typed != nil || r.metrics != nil {
+	if s.typed != nil || r.metrics != nil {
 		s.enteredAt = time.Now().UnixNano()
 	}
 	if node == nil {

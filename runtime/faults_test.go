@@ -7,9 +7,6 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -156,78 +153,4 @@ func TestProperty_GuardDenialNeverReachesBody(t *testing.T) {
 		}
 		closeNow(t, reg)
 	}
-}
-
-// A scope actor or supervisor stopped behind the registry's back (as
-// protoactor may do) hangs no call; the scope's registrations survive.
-func TestActorFaults_StoppedActorsHangNothing(t *testing.T) {
-	// Messages to a stopped actor are dead letters; protoactor's dead
-	// letter log throttle keeps a goroutine for its interval.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
-	reg := mustNew(t)
-	defer closeNow(t, reg)
-	s, _ := reg.NewScope("a")
-	mustRegister(t, s, hdef("x", false, func(context.Context) (any, error) {
-		time.Sleep(100 * time.Microsecond)
-		return 1, nil
-	}))
-	mustRegister(t, s, hdef("p", true, func(context.Context) (any, error) { return 2, nil }))
-
-	within := func(what string, f func()) {
-		t.Helper()
-		done := make(chan struct{})
-		go func() { f(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s hung", what)
-		}
-	}
-	for round := range 3 {
-		// Stop the scope actor.
-		reg.ActorSystem().Root.Stop(s.PID())
-		within("register after the actor stopped", func() {
-			d, err := s.Register(hdef(fmt.Sprint("late", round), true, func(context.Context) (any, error) { return 3, nil }))
-			if err == nil {
-				d()
-			} else if !errors.Is(err, runtime.ErrScopeDisposed) {
-				t.Errorf("register: %v", err)
-			}
-		})
-		// Registrations survive: they live in the node's snapshot.
-		if _, ok := s.Get("x"); !ok {
-			t.Fatal("registration lost after the actor stopped")
-		}
-		// Executions keep working, and exclusive calls keep their
-		// admission even with the supervisor stopped under them.
-		within("executions", func() {
-			done := make(chan *runtime.Result, 40)
-			for i := range 40 {
-				go func() {
-					name := "p"
-					if i%3 == 0 {
-						name = "x"
-					}
-					done <- s.Execute(context.Background(), runtime.Call{ID: fmt.Sprint(i), Name: name})
-				}()
-				if i == 10 {
-					if pid := runtime.SupervisorPIDForTest(s); pid != nil {
-						reg.ActorSystem().Root.Stop(pid)
-					}
-				}
-			}
-			for range 40 {
-				if r := <-done; r.IsError() {
-					t.Errorf("call failed: %s", r.ErrorMessage())
-				}
-			}
-		})
-		within("turn", func() {
-			if _, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "1", Name: "x"}, {ID: "2", Name: "p"}}); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	within("dispose", s.Dispose)
 }

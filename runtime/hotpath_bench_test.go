@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 
-	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -122,27 +120,6 @@ func BenchmarkHotPath_ExecuteFull(b *testing.B) {
 	}
 }
 
-// BenchmarkHotPath_MessagePath: a protobuf ExecuteRequest to a scope's PID
-// and its reply, from the actor system's root context.
-func BenchmarkHotPath_MessagePath(b *testing.B) {
-	reg, _ := runtime.New()
-	defer reg.Close(context.Background())
-	reg.Global().Register(trivialDef("t"))
-	s, _ := reg.NewScope("a")
-	root, pid := reg.ActorSystem().Root, s.PID()
-	req := &messages.ExecuteRequest{Call: &messages.Call{CallId: "1", Name: "t", ArgumentsJson: []byte(`{}`)}}
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := root.RequestFuture(pid, req, 5*time.Second).Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if rep, ok := res.(*messages.ExecuteReply); !ok || rep.GetResult().GetIsError() {
-			b.Fatalf("unexpected reply %v", res)
-		}
-	}
-}
-
 // BenchmarkHotPath_Nested16 is one call whose body makes 16 nested calls
 // (the admission path of a nested call, as a Code Mode program's calls
 // take); BenchmarkHotPath_Direct17 is the same 17 calls made directly.
@@ -217,4 +194,64 @@ func BenchmarkHotPath_NestedTurn16(b *testing.B) {
 			b.Fatal(r.ErrorMessage())
 		}
 	}
+}
+
+// exclusiveDef is trivialDef classified exclusive: its calls run one at a
+// time in a scope.
+func exclusiveDef(name string) runtime.Definition {
+	d := trivialDef(name)
+	d.IsConcurrencySafe = func(context.Context, json.RawMessage) (bool, error) { return false, nil }
+	return d
+}
+
+// BenchmarkHotPath_ContendedExclusive: exclusive calls from 8 goroutines
+// per core on one scope, so most of them wait for admission in the scope's
+// FIFO line (the supervisor's path, not the CAS fast path).
+func BenchmarkHotPath_ContendedExclusive(b *testing.B) {
+	reg, _ := runtime.New(runtime.WithEvents(false))
+	defer reg.Close(context.Background())
+	reg.Global().Register(exclusiveDef("x"))
+	s, _ := reg.NewScope("a")
+	ctx := context.Background()
+	call := runtime.Call{ID: "1", Name: "x", Arguments: json.RawMessage(`{}`)}
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if r := s.Execute(ctx, call); r.IsError() {
+				b.Error(r.ErrorMessage())
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkHotPath_ContendedMixed: as ContendedExclusive, every fourth
+// call exclusive and the others parallel, so parallel calls queue behind
+// exclusive ones and are admitted together.
+func BenchmarkHotPath_ContendedMixed(b *testing.B) {
+	reg, _ := runtime.New(runtime.WithEvents(false))
+	defer reg.Close(context.Background())
+	reg.Global().Register(exclusiveDef("x"))
+	reg.Global().Register(trivialDef("p"))
+	s, _ := reg.NewScope("a")
+	ctx := context.Background()
+	calls := [4]runtime.Call{
+		{ID: "1", Name: "x", Arguments: json.RawMessage(`{}`)},
+		{ID: "2", Name: "p", Arguments: json.RawMessage(`{}`)},
+		{ID: "3", Name: "p", Arguments: json.RawMessage(`{}`)},
+		{ID: "4", Name: "p", Arguments: json.RawMessage(`{}`)},
+	}
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if r := s.Execute(ctx, calls[i&3]); r.IsError() {
+				b.Error(r.ErrorMessage())
+				return
+			}
+			i++
+		}
+	})
 }

@@ -31,21 +31,25 @@ func closeCompletes(t *testing.T, reg *runtime.Registry) {
 	boundedWait(t, 10*time.Second, "Close from outside after the callback returned", func() { closeNow(t, reg) })
 }
 
+// derivedKey marks a ctx derived from a callback's.
+type derivedKey struct{}
+
 // R86, Close: a Close made from inside a call — its body, an around hook, a
-// result observer, a change subscriber — does not wait for the call it is
-// made from (that would wait for itself). It starts the shutdown and returns
-// ErrCloseInsideCall at once, with the callback's ctx or with a ctx that
-// carries no execution (context.Background()); the teardown completes once
-// the call has returned, and a later Close from outside returns nil.
+// result observer, a change subscriber — with the ctx the callback was given
+// (or one derived from it) does not wait for the call it is made from (that
+// would wait for itself). It starts the shutdown and returns
+// ErrCloseInsideCall at once; the teardown completes once the call has
+// returned, and a later Close from outside returns nil.
 func TestClose_R86_FromInsideABody(t *testing.T) {
-	for _, withCtx := range []bool{false, true} {
+	for _, derived := range []bool{false, true} {
 		reg := mustNew(t)
 		mustRegister(t, reg.Global(), hdef("t", false, func(ctx context.Context) (any, error) {
-			c := context.Background()
-			if withCtx {
-				c = ctx
+			if derived {
+				// Derived, and not ended before the call is (that would be
+				// Close's ctx ending: the calls in flight are cancelled).
+				ctx = context.WithValue(ctx, derivedKey{}, true)
 			}
-			closeFromInside(t, reg, c, "a body")
+			closeFromInside(t, reg, ctx, "a body")
 			return "ran", nil
 		}))
 		r := reg.Execute(context.Background(), runtime.Call{ID: "1", Name: "t"})
@@ -56,10 +60,38 @@ func TestClose_R86_FromInsideABody(t *testing.T) {
 	}
 }
 
+// R86, Close: a Close made from inside a body with a ctx unrelated to the
+// body's (context.Background() and a deadline) cannot be told from a Close
+// from outside: it waits, as http.Server.Shutdown called from a handler
+// does, until its ctx ends; then the calls in flight (the calling one
+// included) are cancelled and Close returns the ctx's error. The teardown
+// completes once the call has returned.
+func TestClose_R86_FromInsideABodyWithUnrelatedCtxWaitsForIt(t *testing.T) {
+	reg := mustNew(t)
+	var err error
+	mustRegister(t, reg.Global(), hdef("t", false, func(ctx context.Context) (any, error) {
+		unrelated, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		boundedHere(10*time.Second, "Close called from a body with an unrelated ctx", func() { err = reg.Close(unrelated) })
+		if ctx.Err() == nil {
+			t.Error("the calling call was not cancelled when Close's ctx ended")
+		}
+		return "ran", nil
+	}))
+	reg.Execute(context.Background(), runtime.Call{ID: "1", Name: "t"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close from a body with an unrelated ctx = %v, want its ctx's error (it waited until the ctx ended)", err)
+	}
+	if r := reg.Execute(context.Background(), runtime.Call{ID: "late", Name: "t"}); r.Code() != runtime.CodeClosed {
+		t.Errorf("a call after that Close: %q, want CLOSED", r.Code())
+	}
+	closeCompletes(t, reg)
+}
+
 func TestClose_R86_FromInsideATurnsBody(t *testing.T) {
 	reg := mustNew(t)
-	mustRegister(t, reg.Global(), hdef("t", true, func(context.Context) (any, error) {
-		closeFromInside(t, reg, context.Background(), "a turn's body")
+	mustRegister(t, reg.Global(), hdef("t", true, func(ctx context.Context) (any, error) {
+		closeFromInside(t, reg, ctx, "a turn's body")
 		return "ran", nil
 	}))
 	if _, err := reg.Global().ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: "1", Name: "t"}, {ID: "2", Name: "t"}}); err != nil {
@@ -72,7 +104,7 @@ func TestClose_R86_FromInsideAnAroundHook(t *testing.T) {
 	reg := mustNew(t)
 	mustRegister(t, reg.Global(), hdef("t", false, func(context.Context) (any, error) { return "ran", nil }))
 	if _, err := reg.Global().OnExecute(func(ctx context.Context, _ runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
-		closeFromInside(t, reg, context.Background(), "an around hook")
+		closeFromInside(t, reg, ctx, "an around hook")
 		return next(ctx), nil
 	}); err != nil {
 		t.Fatal(err)
@@ -85,10 +117,10 @@ func TestClose_R86_FromInsideAResultObserver(t *testing.T) {
 	reg := mustNew(t)
 	mustRegister(t, reg.Global(), hdef("t", false, func(context.Context) (any, error) { return "ran", nil }))
 	observed := false
-	if _, err := reg.Global().OnResult(func(context.Context, runtime.Execution, *runtime.Result) error {
+	if _, err := reg.Global().OnResult(func(ctx context.Context, _ runtime.Execution, _ *runtime.Result) error {
 		if !observed {
 			observed = true
-			closeFromInside(t, reg, context.Background(), "a result observer")
+			closeFromInside(t, reg, ctx, "a result observer")
 		}
 		return nil
 	}); err != nil {
@@ -119,9 +151,9 @@ func TestClose_R86_FromInsideAChangeSubscriber(t *testing.T) {
 		return "ran", nil
 	}))
 	var fromSubscriber []error
-	if _, err := reg.Global().OnChange(func(context.Context) error {
+	if _, err := reg.Global().OnChange(func(ctx context.Context) error {
 		var err error
-		boundedHere(10*time.Second, "Close called from a change subscriber", func() { err = reg.Close(context.Background()) })
+		boundedHere(10*time.Second, "Close called from a change subscriber", func() { err = reg.Close(ctx) })
 		fromSubscriber = append(fromSubscriber, err)
 		return nil
 	}); err != nil {

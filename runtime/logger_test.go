@@ -29,20 +29,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// With WithLogger, protoactor's own log goes to the same handler, from
-// Warn up and marked component=protoactor (issue 14, item 4).
-func TestLogger_ProtoactorLogsThroughWithLogger(t *testing.T) {
-	var buf lockedBuffer
-	reg := r3Reg(t, runtime.WithLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	pl := reg.ActorSystem().Logger()
-	pl.Info("lifecycle chatter")
-	pl.Warn("something protoactor warns about")
-	out := buf.String()
-	assert.Contains(t, out, "something protoactor warns about")
-	assert.Contains(t, out, "component=protoactor")
-	assert.False(t, strings.Contains(out, "lifecycle chatter"), "Info from protoactor is filtered: %s", out)
-}
-
 // A subscriber that falls behind is warned about once, on WithLogger.
 func TestLogger_DroppedEventsWarnedOnce(t *testing.T) {
 	var buf lockedBuffer

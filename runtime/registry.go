@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -11,18 +10,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/toolscope/toolscope/internal/core"
 )
 
 // Registry holds the global scope, every agent scope, and the options that
 // apply to all of them (SPEC §0.2). It is safe for concurrent use.
 type Registry struct {
-	system    *actor.ActorSystem
-	ownSystem bool
-	logger    *slog.Logger
-	cfg       config
+	logger *slog.Logger
+	cfg    config
 
 	global *Scope
 
@@ -41,11 +36,6 @@ type Registry struct {
 	// subs are the typed event subscriptions (observe.go), copy on write.
 	subsMu sync.Mutex
 	subs   atomic.Pointer[[]*Subscription]
-	// listeners caches who listens on the event stream (events.go): the
-	// stream's length+1 when last classified, high 32 bits, and how many of
-	// its subscribers are real (not protoactor's own), low 32 bits; 0 until
-	// the first call asks.
-	listeners atomic.Uint64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -70,7 +60,6 @@ type config struct {
 	approver      Approver
 	errorHandler  func(error)
 	logger        *slog.Logger
-	system        *actor.ActorSystem
 	events        bool
 	maxQueued     int          // 0: unbounded (overload.go)
 	timeouts      bool         // enforce declared timeouts (WithTimeouts)
@@ -138,28 +127,11 @@ func WithErrorHandler(h func(error)) Option {
 }
 
 // WithLogger sets the logger of the registry's own warnings — contained
-// failures: observer and change-subscriber errors, recovered panics of event
-// subscribers (default: discard). When the registry starts its own actor
-// system, protoactor's log goes to the same handler too, from level Warn up
-// and with component=protoactor, so a program has one log stream; with
-// WithActorSystem the caller's system keeps its own logger.
+// failures: observer and change-subscriber errors, recovered panics of
+// hooks and subscribers (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) error { c.logger = l; return nil })
 }
-
-// WithActorSystem embeds toolscope in the caller's actor system instead of
-// starting its own; Close then leaves the system running.
-func WithActorSystem(sys *actor.ActorSystem) Option {
-	return optionFunc(func(c *config) error {
-		if sys == nil {
-			return fmt.Errorf("%w: nil actor system", ErrInvalidConfig)
-		}
-		c.system = sys
-		return nil
-	})
-}
-
-var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // New creates a registry with its global scope (R1).
 func New(opts ...Option) (*Registry, error) {
@@ -173,7 +145,7 @@ func New(opts ...Option) (*Registry, error) {
 		}
 	}
 	if cfg.logger == nil {
-		cfg.logger = discardLogger
+		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Registry{
 		cfg:       cfg,
@@ -184,16 +156,6 @@ func New(opts ...Option) (*Registry, error) {
 	}
 	r.life.init()
 	r.installHooks()
-	if cfg.system != nil {
-		r.system = cfg.system
-	} else {
-		pl := discardLogger
-		if cfg.logger != discardLogger {
-			pl = slog.New(minLevel{cfg.logger.Handler(), slog.LevelWarn}).With("component", "protoactor")
-		}
-		r.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return pl }))
-		r.ownSystem = true
-	}
 	r.global = r.spawnScope(core.NewNode("", nil))
 	if err := r.installCodeMode(); err != nil {
 		_ = r.Close(context.Background())
@@ -225,9 +187,6 @@ func New(opts ...Option) (*Registry, error) {
 func WithTimeouts() Option {
 	return optionFunc(func(c *config) error { c.timeouts = true; return nil })
 }
-
-// ActorSystem returns the actor system the registry's actors live in.
-func (r *Registry) ActorSystem() *actor.ActorSystem { return r.system }
 
 // Global returns the handle of the global scope (R1).
 func (r *Registry) Global() *Scope { return r.global }
@@ -378,23 +337,4 @@ func (r *Registry) contain(err error) {
 			h(err)
 		}()
 	}
-}
-
-// minLevel passes on records from min up: protoactor logs its actors'
-// lifecycle at Info, which a user's logger should not have to filter.
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(a), h.min}
-}
-
-func (h minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{h.Handler.WithGroup(name), h.min}
 }

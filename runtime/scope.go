@@ -6,9 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/toolscope/toolscope/internal/actorsys"
 	"github.com/toolscope/toolscope/internal/admit"
 	"github.com/toolscope/toolscope/internal/core"
 )
@@ -35,7 +32,7 @@ type Scope struct {
 // teardownState is a handle's Dispose state (R7, R86). The first Dispose
 // runs the teardown; a concurrent one waits until it is complete. The
 // teardown runs no user code: it claims and removes the handle's
-// registrations (actor mutations) and counts the removals that changed the
+// registrations (layer mutations) and counts the removals that changed the
 // view; only once it is marked complete are those removals announced to
 // the change subscribers (one notification each, R87), by the Dispose that
 // ran it. So nothing a subscriber does — a Dispose of the same handle, of
@@ -78,116 +75,61 @@ func (t *teardownState) end(r *Registry) {
 	}
 }
 
-// shell is the actor side of one node: the scope actor's PID and the
-// accounting that keeps the actor alive while a mutation is on its way.
-//
-// The scope actor is spawned on first use: the first PID request (anyone
-// who can talk to the actor asked for its PID first). Until then the
-// scope's layer lives in its node as always, and its mutations are applied
-// by their callers one at a time under wmu, exactly as the actor would
-// apply them (actorsys.Apply); from the spawn on, the actor is the single
-// writer. An idle scope — the common case: agents register, restrict and
-// execute through the API — so costs no actor, no Props, no mailbox and no
-// process registry entry (heap per idle scope is a budget).
+// shell is what a scope and its owner groups share: the mutex that makes
+// the scope the single writer of its layer, and its admission (the gate,
+// the supervisor that keeps its FIFO line, the nested admission state).
 type shell struct {
-	// pid is nil until the actor is spawned (spawnActor), then never
-	// changes (respawns alias the new incarnation under it, faults.go).
-	pid atomic.Pointer[actor.PID]
-	// wmu serialises the mutations applied while there is no actor, and
-	// the spawn against them: once pid is set, no caller applies one.
-	wmu     sync.Mutex
+	// mu serialises the mutations of the scope's layer (apply: each is a
+	// pure function of the published layer to the next, registry code,
+	// never user code) and guards stopped, so a mutation either completes
+	// before the scope is stopped or finds it stopped.
 	mu      sync.Mutex
 	stopped bool
-	lost    bool // the scope actor stopped and could not be respawned (faults.go)
-	sending int
-	idle    chan struct{}
 	sup     atomic.Pointer[supervisor]
 	gone    atomic.Bool // the scope was torn down (stale handles look up the live one)
 	gate    admit.Gate
-	nest    *shellNest                  // nested admission (nesting.go), guarded by Registry.nest.mu
-	inc     atomic.Pointer[incarnation] // the scope actor's current life (faults.go)
-	// handler answers the actor's protobuf requests; embedded, as are
-	// the Scope's owner, because heap per idle scope is a budget.
-	handler messageHandler
+	nest    *shellNest // nested admission (nesting.go), guarded by Registry.nest.mu
 }
 
 func (r *Registry) spawnScope(node *core.Node) *Scope {
-	sh := &shell{}
-	sh.handler = messageHandler{reg: r, node: node, shell: sh}
-	sc := &Scope{reg: r, node: node, shell: sh}
+	sc := &Scope{reg: r, node: node, shell: &shell{}}
 	sc.own = &sc.ownStore
 	return sc
 }
 
-// actorPID returns the scope actor's PID, spawning the actor on first use.
-// A scope torn down before anyone asked gets a PID that no process serves:
-// what is sent to it is a dead letter, as for a scope whose actor stopped.
-func (sh *shell) actorPID() *actor.PID {
-	if pid := sh.pid.Load(); pid != nil {
-		return pid
-	}
-	sh.wmu.Lock() // waits for a mutation being applied without the actor
-	defer sh.wmu.Unlock()
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if pid := sh.pid.Load(); pid != nil {
-		return pid
-	}
-	r := sh.handler.reg
-	var pid *actor.PID
-	if sh.stopped || sh.lost {
-		pid = actor.NewPID(r.system.Address(), r.system.ProcessRegistry.NextId())
-	} else {
-		pid = r.system.Root.Spawn(actorsys.ScopeProps(r.system, sh.handler.node, &sh.handler, r.workers.run))
-	}
-	sh.pid.Store(pid)
-	return pid
-}
-
-// apply runs fn on the node's layer inside the scope actor.
+// apply runs fn on the node's layer and publishes the result, one mutation
+// of the scope at a time.
 func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
 	sh := s.shell
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if sh.stopped {
-		sh.mu.Unlock()
 		return ErrScopeDisposed
 	}
-	if sh.lost {
-		sh.mu.Unlock()
-		return errActorLost
-	}
-	sh.sending++
-	sh.mu.Unlock()
-	var err error
-	if sh.pid.Load() == nil && sh.applyUnspawned(fn, &err) {
-		// applied without an actor: none exists yet
-	} else {
-		err = s.reg.mutate(sh, fn) // actorsys.Mutate that survives actor faults (faults.go)
-	}
-	sh.mu.Lock()
-	sh.sending--
-	if sh.sending == 0 && sh.idle != nil {
-		close(sh.idle)
-		sh.idle = nil
-	}
-	sh.mu.Unlock()
-	return err
+	return applyTo(s.node, fn)
 }
 
-// applyUnspawned applies fn as the scope actor would, if the scope still
-// has none (wmu keeps the spawn from happening meanwhile), and reports
-// whether it did.
-func (sh *shell) applyUnspawned(fn func(*core.Layer) (*core.Layer, error), err *error) bool {
-	sh.wmu.Lock()
-	defer sh.wmu.Unlock()
-	if sh.pid.Load() != nil {
-		return false
+// applyTo runs one mutation of node's layer and publishes the result. A
+// panic in fn is returned as an error and publishes nothing.
+func applyTo(node *core.Node, fn func(cur *core.Layer) (*core.Layer, error)) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("runtime: mutation failed: %v", p)
+		}
+	}()
+	cur := node.Layer()
+	next, err := fn(cur)
+	if err != nil {
+		return err
 	}
-	*err = actorsys.Apply(sh.handler.node, fn)
-	return true
+	if next != nil && next != cur {
+		node.Publish(next)
+	}
+	return nil
 }
 
-// stop waits for in-flight mutations, then stops the node's actors.
+// stop waits for the mutation in progress, if any, refuses later ones and
+// retires the scope's supervisor.
 func (s *Scope) stop() {
 	sh := s.shell
 	sh.mu.Lock()
@@ -197,23 +139,9 @@ func (s *Scope) stop() {
 	}
 	sh.stopped = true
 	sh.gone.Store(true)
-	// Read under the lock that stopped is set under: no actor is spawned
-	// after this (actorPID sees stopped), so nil means there is none.
-	pid := sh.pid.Load()
-	var wait chan struct{}
-	if sh.sending > 0 {
-		wait = make(chan struct{})
-		sh.idle = wait
-	}
 	sh.mu.Unlock()
-	if wait != nil {
-		<-wait
-	}
 	if sup := sh.sup.Load(); sup != nil {
 		sup.retire() // the calls in line keep their order (supervisor.go)
-	}
-	if pid != nil {
-		s.reg.stopActor(pid)
 	}
 }
 
@@ -224,8 +152,8 @@ type owner struct {
 	disposed bool
 	inflight sync.WaitGroup
 	// removing counts layer removals started by disposers called outside
-	// teardown, so teardown (and the actor stop after it) waits for them
-	// instead of letting them hit a stopped actor and leak the entry.
+	// teardown, so teardown (and the scope stop after it) waits for them
+	// instead of letting them hit a stopped scope and leak the entry.
 	removing sync.WaitGroup
 	tail     *registration
 }
@@ -383,14 +311,6 @@ func (s *Scope) track(remove func() bool) *registration {
 // Key returns the scope key ("" for the global scope).
 func (s *Scope) Key() string { return s.node.Key }
 
-// PID returns the scope actor's PID. Actors in the same actor system may
-// send it the requests of package messages (execute, execution mode, get,
-// schemas, turn) and receive the replies. The actor is spawned by the first
-// PID call (an idle scope costs no actor); the PID never changes. The PID
-// of a scope disposed before anyone asked for it is served by no process,
-// like that of any disposed scope.
-func (s *Scope) PID() *actor.PID { return s.shell.actorPID() }
-
 // Registry returns the registry the scope belongs to.
 func (s *Scope) Registry() *Registry { return s.reg }
 
@@ -420,8 +340,8 @@ func (s *Scope) Group() (*Scope, error) {
 
 // Dispose removes everything the handle registered, newest first, each
 // exactly as its own disposer would (R7). Disposing a scope also disposes
-// its owner groups and stops its actors; children keep their link but lose
-// this layer's contributions. Dispose is idempotent; concurrent callers all
+// its owner groups (calls already in its admission line are still admitted,
+// in order); children keep their link but lose this layer's contributions. Dispose is idempotent; concurrent callers all
 // return once the teardown is complete. Later mutations through the handle
 // return ErrScopeDisposed. The global scope is disposed only by Close.
 //
@@ -448,7 +368,7 @@ func (s *Scope) dispose() {
 	if s.group {
 		// Tear the group down first, while its entry is still linked in the
 		// parent's list, so a parent teardown meanwhile joins this one (and
-		// waits for its removals) before stopping the actor. Then drop the
+		// waits for its removals) before stopping the scope. Then drop the
 		// entry, so the parent forgets the group (no growth with
 		// create/dispose cycles); its removal finds nothing left.
 		s.own.teardown(&s.td)

@@ -333,10 +333,6 @@ func (r *Registry) nativeSchemas(chain *core.Chain) ([]ToolSchema, error) {
 	return out, nil
 }
 
-func (r *Registry) executionMode(node *core.Node, name string, args any) Mode {
-	return r.executionModeOf(node, Call{Name: name, Arguments: args})
-}
-
 // executionModeOf classifies call in node's view (R36, R107).
 func (r *Registry) executionModeOf(node *core.Node, call Call) Mode {
 	chain := core.Load(r.global.node, node)

@@ -11,7 +11,6 @@ import (
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/internal/jsonv"
 	"github.com/toolscope/toolscope/internal/sched"
-	"github.com/toolscope/toolscope/messages"
 )
 
 // TurnCall is one tool call of a model turn, as the model wrote it.
@@ -120,9 +119,9 @@ func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnO
 	return s.reg.turnVia(ctx, s.viewNode(), s.node.Key, calls, o)
 }
 
-// turnVia hands the turn to the scope's supervisor as one message when
-// admissions are queued. The supervisor takes it in arrival order and gives
-// the go-ahead; the turn then runs on the caller's goroutine and the
+// turnVia hands the turn to the scope's supervisor when admissions are
+// queued. The supervisor takes it in arrival order and gives the go-ahead;
+// the turn then runs on the caller's goroutine and the
 // dispatch workers (see turnRun), so no goroutine sits idle waiting for the
 // answer.
 func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
@@ -135,8 +134,8 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	defer r.exit(&tr.cctx)
 	// The go-ahead orders the turn after the admissions asked for before
 	// it. With none queued or on its way (the gate says so) there is
-	// nothing to order against — the go-ahead would come at once — so the
-	// hop to the supervisor (two hand-offs) is skipped; the turn's
+	// nothing to order against, so the supervisor's mutex is not taken;
+	// the turn's
 	// dispatches still take the gate like any call.
 	if sh := r.admission(node); sh == nil || !sh.gate.Load().Queued() {
 		return tr.run(&tr.cctx)
@@ -144,8 +143,8 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	if sup := r.supervisorOf(node); sup != nil {
 		tr.ready.Add(1)
 		if sup.postTurn(&tr.ready) {
-			// Bounded without the ctx: the supervisor only marks ready (no
-			// user code runs there) and is respawned if stopped; waiting on
+			// Bounded without the ctx: postTurn has given the go-ahead by the
+			// time it returns (no user code runs there); waiting on
 			// ctx.Done here would fuse every turn's ctx (allocations).
 			tr.ready.Wait()
 		}
@@ -251,12 +250,6 @@ type turnRun struct {
 	result TurnResult
 	cctx   callCtx        // the turn's ctx under the registry's lifecycle (ExecuteTurn)
 	ready  sync.WaitGroup // the supervisor's go-ahead (turnVia)
-}
-
-// runTurn runs a turn on the calling goroutine (helped by the dispatch
-// workers) and returns its result.
-func (r *Registry) runTurn(ctx context.Context, node *core.Node, agent string, calls []TurnCall, o turnOptions) (*TurnResult, error) {
-	return r.newTurnRun(node, agent, calls, o).run(ctx)
 }
 
 // newTurnRun allocates a turn's state in a fixed number of blocks, whatever
@@ -659,42 +652,4 @@ func (r *Registry) admitsNow(s *execState, sh *shell) bool {
 		return false
 	}
 	return sh.gate.Load().Admits(s.mode == Parallel)
-}
-
-// turnFromProto answers a protobuf TurnRequest sent to a scope's PID.
-func (r *Registry) turnFromProto(ctx context.Context, h *messageHandler, m *messages.TurnRequest) *messages.TurnReply {
-	o := turnOptions{maxParallel: r.cfg.maxParallel, id: m.GetTurnId()}
-	if n := m.GetMaxParallel(); n != 0 {
-		if n < 0 {
-			return &messages.TurnReply{Error: fmt.Sprintf("%v: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, n)}
-		}
-		o.maxParallel = int(n)
-	}
-	calls := make([]TurnCall, len(m.GetCalls()))
-	for i, c := range m.GetCalls() {
-		calls[i] = TurnCall{ID: c.GetCallId(), Name: c.GetName(), ArgumentsText: c.GetArgumentsText()}
-	}
-	res, err := r.runTurn(ctx, h.viewNode(), h.node.Key, calls, o)
-	if res == nil {
-		return &messages.TurnReply{Error: err.Error()}
-	}
-	// An internal failure (R98) answers the committed results with it.
-	reply := &messages.TurnReply{Concluded: res.Concluded}
-	if err != nil {
-		reply.Error = err.Error()
-	}
-	for _, x := range res.Results {
-		reply.Results = append(reply.Results, x.Proto())
-	}
-	for _, e := range res.Events {
-		k := messages.TurnEventCallStarted
-		if e.Kind == ResultRecorded {
-			k = messages.TurnEventResult
-		}
-		reply.Events = append(reply.Events, &messages.TurnEvent{Kind: k, CallId: e.CallID})
-	}
-	for _, c := range res.Contexts {
-		reply.Contexts = append(reply.Contexts, &messages.ContextMessage{Role: c.Role, Text: c.Text})
-	}
-	return reply
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -92,32 +91,4 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"a"}, observed, "b and c were dispatched but never committed")
-}
-
-// R98 over the protocol: a TurnRequest whose turn fails internally answers
-// the error together with the committed results.
-func TestTurnR98_ProtocolReplyCarriesPartialResults(t *testing.T) {
-	reg := r3Reg(t)
-	sc := r3Scope(t, reg, "agent")
-	_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		return rc.Execution().CallID(), nil
-	}))
-	require.NoError(t, err)
-	injected := errors.New("injected scheduler failure")
-	restore := runtime.SetCommitFailureForTest(func(call int) error {
-		if call == 0 {
-			return injected
-		}
-		return nil
-	})
-	t.Cleanup(restore)
-	v, err := reg.ActorSystem().Root.RequestFuture(sc.PID(), &messages.TurnRequest{Calls: []*messages.TurnCall{
-		{CallId: "a", Name: "t"}, {CallId: "b", Name: "t"},
-	}, MaxParallel: 1}, 2*waitLimit).Result()
-	require.NoError(t, err)
-	reply, ok := v.(*messages.TurnReply)
-	require.True(t, ok, "%T", v)
-	assert.Contains(t, reply.GetError(), injected.Error())
-	require.Len(t, reply.GetResults(), 1, "the committed result comes with the error")
-	assert.JSONEq(t, `"a"`, string(runtime.ResultFromProto(reply.GetResults()[0]).Text()))
 }

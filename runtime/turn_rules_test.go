@@ -322,7 +322,8 @@ func pairs(ids ...string) []string {
 	return out
 }
 
-// streamEvent is an execution event seen on the actor system's event stream.
+// streamEvent is an execution event seen by a Hooks.Event; mode is in its
+// protobuf form (unspecified for a call never classified).
 type streamEvent struct {
 	started bool
 	callID  string
@@ -336,25 +337,20 @@ type streamLog struct {
 	evs []streamEvent
 }
 
-func subscribe(t *testing.T, reg *runtime.Registry) *streamLog {
-	l := &streamLog{}
-	es := reg.ActorSystem().EventStream
-	sub := es.Subscribe(func(evt any) {
-		var ev streamEvent
-		switch m := evt.(type) {
-		case *messages.ExecutionStarted:
-			ev = streamEvent{true, m.GetCallId(), m.GetTurnId(), m.GetGroup(), m.GetMode()}
-		case *messages.ExecutionFinished:
-			ev = streamEvent{false, m.GetCallId(), m.GetTurnId(), m.GetGroup(), m.GetMode()}
-		default:
+// hook records the registry's execution events, in place.
+func (l *streamLog) hook() runtime.Option {
+	return runtime.WithHooks(runtime.Hooks{Event: func(e runtime.Event) {
+		if e.Kind != runtime.ExecutionStarted && e.Kind != runtime.ExecutionFinished {
 			return
 		}
+		mode := messages.ModeUnspecified
+		if e.Classified {
+			mode = e.Mode.Proto()
+		}
 		l.mu.Lock()
-		l.evs = append(l.evs, ev)
+		l.evs = append(l.evs, streamEvent{e.Kind == runtime.ExecutionStarted, e.CallID, e.TurnID, e.Group, mode})
 		l.mu.Unlock()
-	})
-	t.Cleanup(func() { es.Unsubscribe(sub) })
-	return l
+	}})
 }
 
 // started returns the ExecutionStarted event of each call id.
@@ -441,10 +437,10 @@ func TestTurnR91_MaxParallelOneIsSerial(t *testing.T) {
 // ---------------------------------------------------------------- R92
 
 func TestTurnR92_ExclusiveCallIsBarrier(t *testing.T) {
-	e := newEnv(t)
+	log := &streamLog{}
+	e := newEnv(t, log.hook())
 	e.par("p", nil)
 	e.ex("x", nil)
-	log := subscribe(t, e.reg)
 	cs := join(calls("p", "p0", "p1"), calls("x", "x"), calls("p", "p2", "p3"))
 	run := e.start(context.Background(), cs, runtime.WithTurnID("t1"))
 
@@ -475,7 +471,8 @@ func TestTurnR92_ExclusiveCallIsBarrier(t *testing.T) {
 }
 
 func TestTurnR92_BarrierRegisteringToolReclassifiesLaterCalls(t *testing.T) {
-	e := newEnv(t)
+	log := &streamLog{}
+	e := newEnv(t, log.hook())
 	var disposeLate func()
 	e.ex("setup", func(string, *runtime.RunContext) error {
 		d, err := e.sc.Register(tool("late", always, e.body(false, nil)))
@@ -483,7 +480,6 @@ func TestTurnR92_BarrierRegisteringToolReclassifiesLaterCalls(t *testing.T) {
 		return err
 	})
 	require.Equal(t, runtime.Exclusive, e.sc.ExecutionMode(runtime.Call{Name: "late"}), "unknown before the turn")
-	log := subscribe(t, e.reg)
 
 	run := e.start(context.Background(), join(calls("setup", "s"), calls("late", "l1", "l2")))
 	assert.Equal(t, "s", recv(t, e.started, "s"))
@@ -508,7 +504,8 @@ func TestTurnR92_BarrierRegisteringToolReclassifiesLaterCalls(t *testing.T) {
 }
 
 func TestTurnR92_BarrierDisposingClassifierReclassifiesLaterCalls(t *testing.T) {
-	e := newEnv(t)
+	log := &streamLog{}
+	e := newEnv(t, log.hook())
 	disposeParallel := e.par("flex", nil)
 	var disposeNew func()
 	e.ex("reset", func(string, *runtime.RunContext) error {
@@ -518,7 +515,6 @@ func TestTurnR92_BarrierDisposingClassifierReclassifiesLaterCalls(t *testing.T) 
 		return err
 	})
 	require.Equal(t, runtime.Parallel, e.sc.ExecutionMode(runtime.Call{Name: "flex"}))
-	log := subscribe(t, e.reg)
 
 	run := e.start(context.Background(), join(calls("reset", "r"), calls("flex", "f1", "f2")))
 	assert.Equal(t, "r", recv(t, e.started, "r"))
@@ -543,7 +539,8 @@ func TestTurnR92_BarrierDisposingClassifierReclassifiesLaterCalls(t *testing.T) 
 }
 
 func TestTurnR92_NonParallelLiveReclassificationEndsGroup(t *testing.T) {
-	e := newEnv(t)
+	log := &streamLog{}
+	e := newEnv(t, log.hook())
 	var swParallel atomic.Bool
 	swParallel.Store(true)
 	e.par("p", nil)
@@ -557,7 +554,6 @@ func TestTurnR92_NonParallelLiveReclassificationEndsGroup(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, runtime.Parallel, e.sc.ExecutionMode(runtime.Call{Name: "sw"}), "parallel before the turn")
-	log := subscribe(t, e.reg)
 
 	run := e.start(context.Background(), join(calls("p", "p0"), calls("sw", "s"), calls("p", "p1")))
 	assert.Equal(t, "p0", recv(t, e.started, "p0"))
@@ -782,7 +778,8 @@ func TestTurnR95_ObserverRegistryChangeAffectsLaterClassification(t *testing.T) 
 }
 
 func TestTurnR95_ObserverCommitPrecedesLiveReclassification(t *testing.T) {
-	e := newEnv(t)
+	log := &streamLog{}
+	e := newEnv(t, log.hook())
 	var flexParallel atomic.Bool
 	flexParallel.Store(true)
 	e.register(tool("flex", func(context.Context, json.RawMessage) (bool, error) { return flexParallel.Load(), nil }, e.body(false, nil)))
@@ -793,7 +790,6 @@ func TestTurnR95_ObserverCommitPrecedesLiveReclassification(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
-	log := subscribe(t, e.reg)
 	e.release("q0", "q1")
 	res, err := e.sc.ExecuteTurn(context.Background(), calls("flex", "q0", "q1"), runtime.WithMaxParallel(1))
 	require.NoError(t, err)
@@ -1121,10 +1117,10 @@ func TestTurnAdmission_ExclusiveCallWaitsForSingleParallelExecute(t *testing.T) 
 // ---------------------------------------------------------------- events
 
 func TestTurnEvents_CarryTurnIDAndIncreasingGroups(t *testing.T) {
-	e := newEnv(t)
+	log := &streamLog{}
+	e := newEnv(t, log.hook())
 	e.par("p", nil)
 	e.ex("x", nil)
-	log := subscribe(t, e.reg)
 	ids := []string{"p0", "p1", "x1", "p2", "p3", "x2", "x3"}
 	e.release(append(ids, "solo")...)
 	cs := join(calls("p", "p0", "p1"), calls("x", "x1"), calls("p", "p2", "p3"), calls("x", "x2", "x3"))

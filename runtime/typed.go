@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -35,32 +34,18 @@ type typedInfo struct {
 	paramsDerived *derivedSchema
 }
 
-// derivedSchema is a schema derived from a Go type, compiled once per type
-// and shared by every typed tool using the type (immutable). Definitions
-// get their own copies of raw.
+// derivedSchema is a schema derived from a Go type by NewTool (immutable).
+// Definitions get their own copies of raw.
 type derivedSchema struct {
 	raw    []byte // canonical JSON
 	schema *jsonv.Schema
 	err    error // an UNSUPPORTED_SCHEMA error
 }
 
-type derivedKey struct {
-	t    reflect.Type
-	root bool
-}
-
-// Caches keyed by Go type: a program has finitely many, so they stay
-// bounded whatever tools are registered and disposed.
-var (
-	derivedSchemas sync.Map // derivedKey -> *derivedSchema
-	unmarshalers   sync.Map // reflect.Type -> *jsonv.Unmarshaler (typed nil: encoding/json)
-)
-
-func derivedSchemaFor(t reflect.Type, root bool) *derivedSchema {
-	k := derivedKey{t, root}
-	if d, ok := derivedSchemas.Load(k); ok {
-		return d.(*derivedSchema)
-	}
+// deriveSchema derives and compiles the schema of t. It is computed for
+// each NewTool, not cached by type: the package keeps no state of its own,
+// and NewTool runs when a tool is defined, never on a call's path.
+func deriveSchema(t reflect.Type, root bool) *derivedSchema {
 	d := &derivedSchema{}
 	if b, err := jsonv.ForType(t, root); err != nil {
 		d.err = unsupportedSchema([]string{err.Error()})
@@ -71,16 +56,7 @@ func derivedSchemaFor(t reflect.Type, root bool) *derivedSchema {
 	} else {
 		d.schema = schema
 	}
-	v, _ := derivedSchemas.LoadOrStore(k, d)
-	return v.(*derivedSchema)
-}
-
-func unmarshalerFor(t reflect.Type) *jsonv.Unmarshaler {
-	if u, ok := unmarshalers.Load(t); ok {
-		return u.(*jsonv.Unmarshaler)
-	}
-	u, _ := unmarshalers.LoadOrStore(t, jsonv.UnmarshalerFor(t))
-	return u.(*jsonv.Unmarshaler)
+	return d
 }
 
 // ToolOption configures NewTool.
@@ -194,7 +170,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	var pjson []byte
 	var paramsDerived *derivedSchema
 	if o.params == nil {
-		paramsDerived = derivedSchemaFor(reflect.TypeFor[In](), true)
+		paramsDerived = deriveSchema(reflect.TypeFor[In](), true)
 		if paramsDerived.err != nil {
 			return Definition{}, paramsDerived.err
 		}
@@ -209,7 +185,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	output := o.output
 	var outDerived *derivedSchema
 	if output == nil {
-		outDerived = derivedSchemaFor(reflect.TypeFor[Out](), false)
+		outDerived = deriveSchema(reflect.TypeFor[Out](), false)
 		if outDerived.err != nil {
 			return Definition{}, outDerived.err
 		}
@@ -232,7 +208,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	}
 	// Arguments decode as encoding/json would, through a decoder compiled
 	// for In where jsonv can reproduce it exactly (nil: encoding/json).
-	dec := unmarshalerFor(reflect.TypeFor[In]())
+	dec := jsonv.UnmarshalerFor(reflect.TypeFor[In]())
 	plain := isPlain(reflect.TypeFor[Out]())
 	stringOut := reflect.TypeFor[Out]().Kind() == reflect.String
 	def.Execute = func(ctx context.Context, args json.RawMessage, rc *RunContext) (any, error) {

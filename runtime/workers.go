@@ -5,10 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// workerPool runs dispatches (and the actors' mailbox loops) on goroutines
-// that are kept warm. A fresh goroutine per dispatch pays for growing its
-// stack every time (the pipeline is a few frames deep); a parked worker
-// already has the stack. At most maxIdle workers wait for work; the rest
+// workerPool runs a turn's dispatches on goroutines that are kept warm. A
+// fresh goroutine per dispatch pays for growing its stack every time (the
+// pipeline is a few frames deep); a parked worker already has the stack. At most maxIdle workers wait for work; the rest
 // exit. An idle worker waits on one channel receive (a select with a quit
 // channel made every hand-off lock two channels). close tells the idle
 // ones to exit with a nil task; a worker that finds the pool closed when it
@@ -24,16 +23,9 @@ type workerPool struct {
 // through the pool without an allocation (a closure would need one).
 type task interface{ run() }
 
-type funcTask func()
-
-func (f funcTask) run() { f() }
-
 func newWorkerPool(maxIdle int32) *workerPool {
 	return &workerPool{tasks: make(chan task), maxIdle: maxIdle}
 }
-
-// run starts f on an idle worker, or on a new goroutine.
-func (p *workerPool) run(f func()) { p.start(funcTask(f)) }
 
 // start runs t on an idle worker, or on a new goroutine.
 func (p *workerPool) start(t task) {
