@@ -118,12 +118,6 @@ func (g *Gate) TryRelease(excl bool) bool {
 	}
 }
 
-// Running reports the admitted calls and whether one is exclusive.
-func (g *Gate) Running() (n int, excl bool) {
-	s := g.w.Load()
-	return int(s & countMask), s&exclusive != 0
-}
-
 // Release ends one admitted call unconditionally (the slow path of a
 // release: TryRelease failed) and returns the word as it was before, so the
 // caller can tell who must look again: the queue (Queued) or nested
@@ -206,6 +200,9 @@ type Word uint64
 // Count is the number of calls holding a slot.
 func (w Word) Count() int { return int(uint64(w) & countMask) }
 
+// Exclusive reports that an exclusive call holds a slot.
+func (w Word) Exclusive() bool { return uint64(w)&exclusive != 0 }
+
 // Queued reports that calls wait in the supervisor's queue or are on their
 // way to it.
 func (w Word) Queued() bool { return uint64(w)&(queuedFlag|pendingMask) != 0 }
@@ -283,13 +280,6 @@ func (q *Queue) Admit(w *Waiter) []*Waiter {
 		}
 		return s | queuedFlag
 	})
-	return q.drain()
-}
-
-// Release ends one admitted call (excl: admitted as exclusive) and returns
-// the waiters admitted now.
-func (q *Queue) Release(excl bool) []*Waiter {
-	q.set(func(s uint64) uint64 { return released(s, excl) })
 	return q.drain()
 }
 
