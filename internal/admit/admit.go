@@ -12,17 +12,19 @@
 // goroutines, no clocks here: the actor drives the Queue.
 //
 // Nested calls (a call made inside the dispatch of another, issue 11) are
-// decided by the runtime under its own lock: one that needs a slot takes
-// it first come, first served like any call (TryAcquireFirst, then the
-// queue), or, when the calls ahead wait for one of its ancestors, ahead of
-// the queue as soon as it fits (TryAcquireNested); others run
-// inside an ancestor's slot, marking the gate while a nested exclusive call
-// runs (HoldIfAlone, ClearHold) or a nested call waits (SetNestWait,
-// ClearNestWait). Either mark turns the fast paths off and keeps calls that
-// are not nested waiting; a waiter whose caller gives up leaves with
-// Gate.Leave (it stops counting at once), and Kick admits whoever fits
-// after a change made outside. A release says whether the call was
-// exclusive: the exclusive mark goes with that call.
+// decided by Nest, a single-goroutine policy over call and scope ids that
+// the runtime drives under its own lock (nest.go tells the rules; the
+// transcripts in testdata/*.txt show them step by step). A nested call that
+// needs a slot takes it first come, first served like any call
+// (TryAcquireFirst, then the queue), or, when the calls ahead wait for one
+// of its ancestors, ahead of the queue as soon as it fits
+// (TryAcquireNested); others run inside an ancestor's slot, marking the
+// gate while a nested exclusive call runs (HoldIfAlone, ClearHold) or a
+// nested call waits (SetNestWait, ClearNestWait). Either mark turns the
+// fast paths off and keeps calls that are not nested waiting; a waiter
+// whose caller gives up leaves with Gate.Leave (it stops counting at once),
+// and Kick admits whoever fits after a change made outside. A release says
+// whether the call was exclusive: the exclusive mark goes with that call.
 package admit
 
 import "sync/atomic"
