@@ -203,9 +203,9 @@ func (s *execState) hold(sh *shell, excl, slot bool) {
 	s.holding.Store(sh)
 }
 
-// apply does what the policy answered: wake the waiters it admitted, kick
+// applyNest does what the policy answered: wake the waiters it admitted, kick
 // the queues that may admit someone now. Caller holds nest.mu.
-func (r *Registry) apply(fx admit.Effects[*execState, *shell]) {
+func (r *Registry) applyNest(fx admit.Effects[*execState, *shell]) {
 	n := &r.nest
 	for _, s := range fx.Wake {
 		close(n.ready[s])
@@ -231,7 +231,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 	n := &r.nest
 	n.mu.Lock()
 	d, fx := n.p.Enter(s, sh, parallel)
-	r.apply(fx)
+	r.applyNest(fx)
 	switch d {
 	case admit.Admitted:
 		n.mu.Unlock()
@@ -267,7 +267,7 @@ func (r *Registry) waitInLine(s *execState, sh *shell, aw *admit.Waiter, ready c
 		// The scope was torn down: nobody keeps its line any more; wait as
 		// a nested call that skips it.
 		n.mu.Lock()
-		r.apply(n.p.Promote(s))
+		r.applyNest(n.p.Promote(s))
 		n.mu.Unlock()
 	}
 	select {
@@ -287,7 +287,7 @@ func (r *Registry) cancelNested(s *execState, aw *admit.Waiter) *Result {
 	n := &r.nest
 	n.mu.Lock()
 	c, fx := n.p.Cancel(s)
-	r.apply(fx)
+	r.applyNest(fx)
 	delete(n.ready, s)
 	n.mu.Unlock()
 	switch c {
@@ -322,7 +322,7 @@ func (r *Registry) releaseAdmission(s *execState) {
 	}
 	n := &r.nest
 	n.mu.Lock()
-	r.apply(n.p.ReleaseInside(s, sh, s.holdExcl))
+	r.applyNest(n.p.ReleaseInside(s, sh, s.holdExcl))
 	n.mu.Unlock()
 }
 
@@ -335,7 +335,7 @@ func (r *Registry) releaseOn(sh *shell, excl bool) {
 	was := sh.gate.Release(excl)
 	if was.NestWaiting() {
 		r.nest.mu.Lock()
-		r.apply(r.nest.p.Recheck())
+		r.applyNest(r.nest.p.Recheck())
 		r.nest.mu.Unlock()
 	}
 	if was.Queued() {
