@@ -208,9 +208,14 @@ func (n *Nest[C, S, W]) isAncestor(a, c C) bool {
 }
 
 func (n *Nest[C, S, W]) reset() {
-	clear(n.fx.Wake)
-	clear(n.fx.Kick)
-	n.fx.Wake, n.fx.Kick = n.fx.Wake[:0], n.fx.Kick[:0]
+	if len(n.fx.Wake) != 0 {
+		clear(n.fx.Wake)
+		n.fx.Wake = n.fx.Wake[:0]
+	}
+	if len(n.fx.Kick) != 0 {
+		clear(n.fx.Kick)
+		n.fx.Kick = n.fx.Kick[:0]
+	}
 }
 
 func (n *Nest[C, S, W]) kick(s S) { n.fx.Kick = append(n.fx.Kick, s) }
@@ -219,7 +224,8 @@ func (n *Nest[C, S, W]) kick(s S) { n.fx.Kick = append(n.fx.Kick, s) }
 func (n *Nest[C, S, W]) Enter(c C, s S, parallel bool) (Decision, Effects[C, S]) {
 	n.reset()
 	g, in := n.World.Scope(s)
-	if !n.Inside(c, s) {
+	inside := n.Inside(c, s)
+	if !inside {
 		// No ancestor holds the scope: first come, first served (N1) — at
 		// once when nobody waits and it fits, else in line, unless a call
 		// ahead waits for one of its ancestors (N2): waiting in line would
@@ -234,7 +240,7 @@ func (n *Nest[C, S, W]) Enter(c C, s S, parallel bool) (Decision, Effects[C, S])
 			return Line, n.fx
 		}
 	}
-	if n.tryNested(c, s, parallel) {
+	if n.tryNested(c, s, parallel, g, in, inside) {
 		return Admitted, n.fx
 	}
 	// Mark the gate, then look again: a release from now on takes the slow
@@ -244,7 +250,7 @@ func (n *Nest[C, S, W]) Enter(c C, s S, parallel bool) (Decision, Effects[C, S])
 	if in.waiters == 1 {
 		g.SetNestWait()
 	}
-	if n.tryNested(c, s, parallel) {
+	if n.tryNested(c, s, parallel, g, in, inside) {
 		n.unwait(s)
 		return Admitted, n.fx
 	}
@@ -334,7 +340,12 @@ func (n *Nest[C, S, W]) ReleaseInside(c C, s S, excl bool) Effects[C, S] {
 	n.reset()
 	g, in := n.World.Scope(s)
 	if i := slices.Index(in.calls, c); i >= 0 {
-		in.calls = slices.Delete(in.calls, i, i+1)
+		// Order does not matter here: move the last one into the gap.
+		last := len(in.calls) - 1
+		in.calls[i] = in.calls[last]
+		var zero C
+		in.calls[last] = zero
+		in.calls = in.calls[:last]
 	}
 	if excl {
 		in.excl--
@@ -358,7 +369,7 @@ func (n *Nest[C, S, W]) Recheck() Effects[C, S] {
 func (n *Nest[C, S, W]) recheck() {
 	kept := n.waiters[:0]
 	for _, w := range n.waiters {
-		if !w.inLine && n.tryNested(w.c, w.s, w.parallel) {
+		if !w.inLine && n.try(w) {
 			n.admitWaiter(w)
 			continue
 		}
@@ -402,7 +413,7 @@ func (n *Nest[C, S, W]) promote(u *nestWaiter[C, S]) {
 	if in.waiters == 1 {
 		g.SetNestWait()
 	}
-	if n.tryNested(u.c, u.s, u.parallel) {
+	if n.try(u) {
 		n.admitWaiter(u)
 		n.drop(u)
 	}
@@ -423,10 +434,16 @@ func (n *Nest[C, S, W]) drop(w *nestWaiter[C, S]) {
 	}
 }
 
-// tryNested admits c if it can run now.
-func (n *Nest[C, S, W]) tryNested(c C, s S, parallel bool) bool {
-	g, in := n.World.Scope(s)
-	if !n.Inside(c, s) {
+// try admits waiter w if it can run now.
+func (n *Nest[C, S, W]) try(w *nestWaiter[C, S]) bool {
+	g, in := n.World.Scope(w.s)
+	return n.tryNested(w.c, w.s, w.parallel, g, in, n.Inside(w.c, w.s))
+}
+
+// tryNested admits c if it can run now (g, in: s's gate and nested side;
+// inside: an ancestor of c holds s).
+func (n *Nest[C, S, W]) tryNested(c C, s S, parallel bool, g *Gate, in *Inside[C], inside bool) bool {
+	if !inside {
 		if !g.TryAcquireNested(parallel) {
 			return false
 		}
