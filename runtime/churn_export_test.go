@@ -23,7 +23,7 @@ func HoldsAdmissionForTest(e Execution) bool { return e.s.holding.Load() != nil 
 func AdmissionStateForTest(s *Scope) (held, waiting string) {
 	sh := s.shell
 	w := sh.gate.Load()
-	n, excl := sh.gate.Running()
+	n, excl := w.Count(), w.Exclusive()
 	var h, wt []string
 	if n != 0 || excl || uint64(w)&gateNestHold != 0 {
 		h = append(h, fmt.Sprintf("gate %#x: %d running, exclusive %v", uint64(w), n, excl))
@@ -34,11 +34,12 @@ func AdmissionStateForTest(s *Scope) (held, waiting string) {
 	reg := s.reg
 	reg.nest.mu.Lock()
 	if nest := sh.nest; nest != nil {
-		if len(nest.inside) != 0 || nest.excl != 0 {
-			h = append(h, fmt.Sprintf("%d nested calls inside (%d exclusive)", len(nest.inside), nest.excl))
+		inside, excl, waiters := nest.Counts()
+		if inside != 0 || excl != 0 {
+			h = append(h, fmt.Sprintf("%d nested calls inside (%d exclusive)", inside, excl))
 		}
-		if nest.waiters != 0 {
-			wt = append(wt, fmt.Sprintf("%d nested calls waiting", nest.waiters))
+		if waiters != 0 {
+			wt = append(wt, fmt.Sprintf("%d nested calls waiting", waiters))
 		}
 	}
 	reg.nest.mu.Unlock()

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/toolscope/toolscope/internal/admit"
@@ -101,75 +100,44 @@ func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execS
 	return parent, host
 }
 
-// Nested admission (issue 11, R86). The rule: an exclusive call never
-// overlaps a call of its scope that is not one of its ancestors, and no
-// nesting pattern hangs — it runs, or fails at once with WOULD_DEADLOCK.
-//
-// A call is nested when one of its ancestors (Call.Parent, or the execution
-// its ctx belongs to, and so on up) holds an admission right now, in any
-// scope. Calls that are not nested use the scope's gate as before: one CAS
-// when nobody waits, else the supervisor's FIFO queue. A nested call of
-// scope S instead goes through the registry's nest lock, ahead of that
-// queue (a nested call waiting behind calls that wait for its own ancestor
-// would never run):
-//
-//   - with an ancestor holding S, it runs inside that admission, taking no
-//     slot: a parallel call when no exclusive call of S other than its
-//     ancestors runs; an exclusive call when every call of S that runs is
-//     one of its ancestors (it sets the gate's hold mark, so nothing else is
-//     admitted until it ends);
-//   - with no ancestor holding S, it takes a slot of S's gate like any call,
-//     first come, first served (N1): at once when nobody waits and it fits,
-//     else in S's queue — unless a call ahead of it waits for one of its own
-//     ancestors (N2): then it skips the line and takes a slot as soon as it
-//     fits what runs. Such a wait is a cycle through the call in line (a
-//     call in line waits, as far as the registry can tell, for every call
-//     running in S), found when the call arrives or when a later nested
-//     call starts waiting (that call then takes the one in line out of it).
-//
-// A nested call that cannot run yet waits (its ctx still ends the wait)
-// unless waiting would close a cycle: it waits for some running call h of S
-// that is not its ancestor, h cannot end before its own waiting descendant
-// v does, and so on back to one of the waiter's ancestors (a cycle through
-// a call in line is broken by taking it out of the line instead). Each new waiter
-// is checked against the others; if it closes a cycle it gets
-// WOULD_DEADLOCK at once (two parallel siblings that both ask for a nested
-// exclusive call of their scope: the first waits for the other to end, the
-// second fails, and then the first runs).
+// Nested admission (issue 11, R86, contract N1–N6) is decided by
+// admit.Nest, a single-goroutine policy over ids (here *execState for a
+// call and *shell for a scope; its doc tells the rules). This file is its
+// shell: calls that are not nested take the scope's gate as before — one
+// CAS when nobody waits, else the supervisor's FIFO queue — and a nested
+// call takes the registry's nest lock, asks the policy, and does what it
+// answers: wait on a channel, post to a supervisor, wake waiters, kick
+// queues.
 
-// nestState is the registry's nested admission: the nested calls waiting
-// anywhere in the registry, in arrival order. Nested waits are rare, so one
-// lock serves every scope.
+// nestState is the registry's nested admission: the policy and the
+// channels of the nested calls waiting for it. Nested waits are rare, so
+// one lock serves every scope.
 type nestState struct {
-	mu      sync.Mutex
-	waiters []*nestWaiter
+	mu    sync.Mutex
+	p     admit.Nest[*execState, *shell, nestWorld]
+	ready map[*execState]chan struct{} // closed when the policy admits the call (Effects.Wake)
 }
 
 // shellNest is the nested side of one scope's admission, allocated on first
 // use (an idle scope pays a nil pointer). Guarded by Registry.nest.mu.
-type shellNest struct {
-	inside  []*execState // running nested calls that took no slot
-	excl    int          // how many of them are exclusive (the hold mark)
-	waiters int          // nested calls waiting for this scope (the wait mark)
-}
+type shellNest = admit.Inside[*execState]
 
-type nestWaiter struct {
-	s        *execState
-	sh       *shell
-	parallel bool
-	ready    chan struct{}
-	done     bool // admitted; guarded by nest.mu
-	// inLine: the call waits in the scope's queue (aw), first come, first
-	// served (N1), rather than as a nested waiter; guarded by nest.mu. It
-	// is taken out of the line (promote) when a call ahead of it turns out
-	// to wait for one of its ancestors (N2).
-	inLine bool
-	aw     *admit.Waiter
-}
+// nestWorld is what the policy reads and records about executions and
+// scopes: hosts, the admission each holds, each scope's gate.
+type nestWorld struct{}
 
-// live reports whether w still waits (one in line may have been admitted
-// by the queue and not yet dropped from the waiters).
-func (w *nestWaiter) live() bool { return !w.inLine || w.aw == nil || w.aw.Waiting() }
+func (nestWorld) Host(s *execState) *execState { return s.host }
+
+func (nestWorld) Holding(s *execState) (*shell, bool) { return s.holder() }
+
+func (nestWorld) Hold(s *execState, sh *shell, excl, slot bool) { s.hold(sh, excl, slot) }
+
+func (nestWorld) Scope(sh *shell) (*admit.Gate, *shellNest) {
+	if sh.nest == nil {
+		sh.nest = &shellNest{} // under nest.mu: the policy is only called with it held
+	}
+	return &sh.gate, sh.nest
+}
 
 // holder returns the admission s holds (nil if none) and whether it is
 // exclusive.
@@ -183,34 +151,10 @@ func (s *execState) holder() (*shell, bool) {
 
 // nestedCall reports whether an ancestor of s (through hosts: the
 // executions it runs within) holds an admission: then s is nested.
-func (r *Registry) nestedCall(s *execState) bool {
-	for p := s.host; p != nil; p = p.host {
-		if p.holding.Load() != nil {
-			return true
-		}
-	}
-	return false
-}
+func (r *Registry) nestedCall(s *execState) bool { return r.nest.p.Nested(s) }
 
 // insideOf reports whether an ancestor of s holds sh.
-func insideOf(s *execState, sh *shell) bool {
-	for p := s.host; p != nil; p = p.host {
-		if p.holding.Load() == sh {
-			return true
-		}
-	}
-	return false
-}
-
-// isAncestor reports whether a is an ancestor of s.
-func isAncestor(a, s *execState) bool {
-	for p := s.host; p != nil; p = p.host {
-		if p == a {
-			return true
-		}
-	}
-	return false
-}
+func (r *Registry) insideOf(s *execState, sh *shell) bool { return r.nest.p.Inside(s, sh) }
 
 // acquire admits s's dispatch on sh (nil: nothing to serialize against). A
 // nil result means s may dispatch and owes releaseAdmission; otherwise the
@@ -259,274 +203,110 @@ func (s *execState) hold(sh *shell, excl, slot bool) {
 	s.holding.Store(sh)
 }
 
+// applyNest does what the policy answered: wake the waiters it admitted, kick
+// the queues that may admit someone now. Caller holds nest.mu.
+func (r *Registry) applyNest(fx admit.Effects[*execState, *shell]) {
+	n := &r.nest
+	for _, s := range fx.Wake {
+		close(n.ready[s])
+		delete(n.ready, s)
+	}
+	for _, sh := range fx.Kick {
+		r.kick(sh)
+	}
+}
+
+// waitChan returns the channel the policy's wake of s closes. Caller holds
+// nest.mu.
+func (n *nestState) waitChan(s *execState) chan struct{} {
+	if n.ready == nil {
+		n.ready = make(map[*execState]chan struct{})
+	}
+	ch := make(chan struct{})
+	n.ready[s] = ch
+	return ch
+}
+
 func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result {
 	n := &r.nest
 	n.mu.Lock()
-	if sh.nest == nil {
-		sh.nest = &shellNest{}
-	}
-	// The waiter lives on the stack until the call has to wait: a nested
-	// call that runs at once (the usual case) allocates nothing here.
-	wv := nestWaiter{s: s, sh: sh, parallel: parallel}
-	if !insideOf(s, sh) {
-		// No ancestor holds the scope: first come, first served (N1) — at
-		// once when nobody waits and it fits, else in line, unless a call
-		// ahead waits for one of its ancestors (N2): waiting in line would
-		// close a cycle through it.
-		if sh.gate.TryAcquireFirst(parallel) {
+	d, fx := n.p.Enter(s, sh, parallel)
+	r.applyNest(fx)
+	switch d {
+	case admit.Admitted:
+		n.mu.Unlock()
+		return nil
+	case admit.WouldDeadlock:
+		n.mu.Unlock()
+		return wouldDeadlock(s, sh)
+	case admit.Line:
+		aw := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
+		if n.p.Line(aw) {
 			n.mu.Unlock()
-			s.hold(sh, !parallel, true)
 			return nil
 		}
-		w := &nestWaiter{s: s, sh: sh, parallel: parallel, inLine: true}
-		if r.cycleThrough(w) == nil {
-			w.ready = make(chan struct{})
-			w.aw = &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
-			if sh.gate.TryAcquire(parallel) {
-				n.mu.Unlock()
-				s.hold(sh, !parallel, true)
-				return nil
-			}
-			n.waiters = append(n.waiters, w)
-			n.mu.Unlock()
-			return r.waitInLine(w)
-		}
-	}
-	if r.tryNested(&wv) {
+		ready := n.waitChan(s)
 		n.mu.Unlock()
-		return nil
+		return r.waitInLine(s, sh, aw, ready)
 	}
-	w := &nestWaiter{s: s, sh: sh, parallel: parallel}
-	// Mark the gate, then look again: a release from now on takes the slow
-	// path and looks at us (it needs n.mu, which we hold), and one made
-	// before the mark is seen by this second look.
-	sh.nest.waiters++
-	if sh.nest.waiters == 1 {
-		sh.gate.SetNestWait()
-	}
-	if r.tryNested(w) {
-		r.unwaitLocked(sh)
-		n.mu.Unlock()
-		return nil
-	}
-	// A cycle through w is broken by taking a call in line out of it (it
-	// waits only for what it conflicts with, as w does); one with nobody in
-	// line on it is a deadlock.
-	for {
-		path := r.cycleThrough(w)
-		if path == nil {
-			break
-		}
-		var u *nestWaiter
-		for _, x := range path {
-			if x.inLine && x != w {
-				u = x
-				break
-			}
-		}
-		if u == nil {
-			r.unwaitLocked(sh)
-			n.mu.Unlock()
-			return wouldDeadlock(s, sh)
-		}
-		r.promoteLocked(u)
-	}
-	w.ready = make(chan struct{})
-	n.waiters = append(n.waiters, w)
-	sh.gate.NestWaitBegin() // counts against WithMaxQueued and in the queued gauge
+	ready := n.waitChan(s)
 	n.mu.Unlock()
 	select {
-	case <-w.ready:
+	case <-ready:
 		return nil
 	case <-s.cx().Done():
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if w.done {
-		return nil // admitted as the ctx ended: dispatch sees the ctx and aborts
-	}
-	for i, x := range n.waiters {
-		if x == w {
-			n.waiters = append(n.waiters[:i], n.waiters[i+1:]...)
-			break
-		}
-	}
-	sh.gate.NestWaitEnd()
-	r.unwaitLocked(sh)
-	return abortedBeforeDispatch()
+	return r.cancelNested(s, nil)
 }
 
-// unwaitLocked ends one nested wait on sh; when it was the last, calls that
-// are not nested may be admitted again.
-func (r *Registry) unwaitLocked(sh *shell) {
-	sh.nest.waiters--
-	if sh.nest.waiters == 0 {
-		if sh.gate.ClearNestWait().Queued() {
-			r.kick(sh)
-		}
-	}
-}
-
-// waitInLine waits for w's admission by the scope's queue (or, once
-// promoted, as a nested waiter), or for its ctx to end.
-func (r *Registry) waitInLine(w *nestWaiter) *Result {
+// waitInLine waits for s's admission by the scope's queue (aw), or, once
+// taken out of the line, by the policy (ready), or for its ctx to end.
+func (r *Registry) waitInLine(s *execState, sh *shell, aw *admit.Waiter, ready chan struct{}) *Result {
 	n := &r.nest
-	s, sh := w.s, w.sh
-	if sup := r.supervisorFor(sh); sup == nil || !sup.post(supOp{w: w.aw}) {
+	if sup := r.supervisorFor(sh); sup == nil || !sup.post(supOp{w: aw}) {
 		// The scope was torn down: nobody keeps its line any more; wait as
 		// a nested call that skips it.
 		n.mu.Lock()
-		if w.inLine {
-			r.promoteLocked(w)
-		}
+		r.applyNest(n.p.Promote(s))
 		n.mu.Unlock()
 	}
 	select {
-	case <-w.aw.Ready:
-		r.admittedInLine(w)
+	case <-aw.Ready:
+		r.admittedInLine(s)
 		return nil
-	case <-w.ready:
+	case <-ready:
 		return nil
 	case <-s.cx().Done():
 	}
+	return r.cancelNested(s, aw)
+}
+
+// cancelNested ends s's nested wait when its ctx ended (aw: its entry in
+// the scope's queue, if it got in line).
+func (r *Registry) cancelNested(s *execState, aw *admit.Waiter) *Result {
+	n := &r.nest
 	n.mu.Lock()
-	if w.done {
-		n.mu.Unlock()
+	c, fx := n.p.Cancel(s)
+	r.applyNest(fx)
+	delete(n.ready, s)
+	n.mu.Unlock()
+	switch c {
+	case admit.AlreadyAdmitted:
 		return nil // admitted as the ctx ended: dispatch sees the ctx and aborts
-	}
-	if w.inLine {
-		if sh.gate.Leave(w.aw) {
-			r.dropWaiterLocked(w)
-			n.mu.Unlock()
-			r.kick(sh) // the waiters behind it may fit now
-			return abortedBeforeDispatch()
-		}
-		n.mu.Unlock()
-		<-w.aw.Ready // admitted as the ctx ended
-		r.admittedInLine(w)
+	case admit.QueueAdmitted:
+		<-aw.Ready // admitted as the ctx ended
+		r.admittedInLine(s)
 		return nil
 	}
-	r.dropWaiterLocked(w)
-	sh.gate.NestWaitEnd()
-	r.unwaitLocked(sh)
-	n.mu.Unlock()
 	return abortedBeforeDispatch()
 }
 
-// admittedInLine records the slot the queue gave w.
-func (r *Registry) admittedInLine(w *nestWaiter) {
+// admittedInLine records the slot the queue gave s.
+func (r *Registry) admittedInLine(s *execState) {
 	r.nest.mu.Lock()
-	r.dropWaiterLocked(w)
+	r.nest.p.AdmittedInLine(s)
+	delete(r.nest.ready, s)
 	r.nest.mu.Unlock()
-	w.s.hold(w.sh, !w.parallel, true)
-}
-
-// promoteLocked takes u, in line, out of the line: a call ahead of it waits
-// for one of its ancestors (N2). From now on it waits as a nested call that
-// needs a slot: admitted as soon as it fits what runs. Caller holds
-// nest.mu.
-func (r *Registry) promoteLocked(u *nestWaiter) {
-	if !u.sh.gate.Leave(u.aw) {
-		return // the queue admitted it meanwhile: it waits for nothing
-	}
-	u.inLine = false
-	r.kick(u.sh) // the waiters behind it may fit now
-	u.sh.gate.NestWaitBegin()
-	u.sh.nest.waiters++
-	if u.sh.nest.waiters == 1 {
-		u.sh.gate.SetNestWait()
-	}
-	if r.tryNested(u) {
-		u.done = true
-		close(u.ready)
-		u.sh.gate.NestWaitEnd()
-		r.unwaitLocked(u.sh)
-		r.dropWaiterLocked(u)
-	}
-}
-
-func (r *Registry) dropWaiterLocked(w *nestWaiter) {
-	n := &r.nest
-	for i, x := range n.waiters {
-		if x == w {
-			n.waiters = append(n.waiters[:i], n.waiters[i+1:]...)
-			return
-		}
-	}
-}
-
-// tryNested admits w if it can run now. Caller holds nest.mu.
-func (r *Registry) tryNested(w *nestWaiter) bool {
-	s, sh, nest := w.s, w.sh, w.sh.nest
-	if !insideOf(s, sh) {
-		if !sh.gate.TryAcquireNested(w.parallel) {
-			return false
-		}
-		s.hold(sh, !w.parallel, true)
-		return true
-	}
-	for _, h := range nest.inside {
-		if (!w.parallel || h.holdExcl) && !isAncestor(h, s) {
-			return false
-		}
-	}
-	if !w.parallel {
-		// Every call holding a slot must be our ancestor: there is one slot
-		// holder above us, so nobody else may hold one.
-		if nest.excl == 0 && !sh.gate.HoldIfAlone() {
-			return false
-		}
-		if nest.excl > 0 && sh.gate.Load().Count() != 1 {
-			return false
-		}
-		nest.excl++
-	}
-	nest.inside = append(nest.inside, s)
-	s.hold(sh, !w.parallel, false)
-	return true
-}
-
-// cycleThrough returns the waiters on a cycle of waits through w (w
-// waiting, or about to), or nil: w waits for running calls of its scope
-// that are not its ancestors; such a call cannot end while one of its
-// descendants waits, and so on. Caller holds nest.mu.
-func (r *Registry) cycleThrough(w *nestWaiter) []*nestWaiter {
-	all := r.nest.waiters
-	if !slices.Contains(all, w) {
-		all = append(all[:len(all):len(all)], w)
-	}
-	seen := make(map[*nestWaiter]bool, len(all))
-	var path []*nestWaiter
-	var reach func(u *nestWaiter) bool
-	reach = func(u *nestWaiter) bool {
-		for _, v := range all {
-			if !v.live() || !blocksOn(u, v) {
-				continue
-			}
-			if v == w || (!seen[v] && func() bool { seen[v] = true; return reach(v) }()) {
-				path = append(path, u)
-				return true
-			}
-		}
-		return false
-	}
-	if reach(w) {
-		return path
-	}
-	return nil
-}
-
-// blocksOn reports whether waiter u waits for a running ancestor of waiter
-// v (which cannot end before v does). A call in line waits, as far as
-// anyone can tell here, for every call running in its scope.
-func blocksOn(u, v *nestWaiter) bool {
-	for h := v.s.host; h != nil; h = h.host {
-		sh, excl := h.holder()
-		if sh == u.sh && (u.inLine || excl || !u.parallel) && !isAncestor(h, u.s) {
-			return true
-		}
-	}
-	return false
 }
 
 // releaseAdmission ends the admission s holds, if any.
@@ -542,20 +322,7 @@ func (r *Registry) releaseAdmission(s *execState) {
 	}
 	n := &r.nest
 	n.mu.Lock()
-	nest := sh.nest
-	for i, x := range nest.inside {
-		if x == s {
-			nest.inside = append(nest.inside[:i], nest.inside[i+1:]...)
-			break
-		}
-	}
-	if s.holdExcl {
-		nest.excl--
-		if nest.excl == 0 && sh.gate.ClearHold().Queued() {
-			r.kick(sh)
-		}
-	}
-	r.recheckLocked()
+	r.applyNest(n.p.ReleaseInside(s, sh, s.holdExcl))
 	n.mu.Unlock()
 }
 
@@ -568,7 +335,7 @@ func (r *Registry) releaseOn(sh *shell, excl bool) {
 	was := sh.gate.Release(excl)
 	if was.NestWaiting() {
 		r.nest.mu.Lock()
-		r.recheckLocked()
+		r.applyNest(r.nest.p.Recheck())
 		r.nest.mu.Unlock()
 	}
 	if was.Queued() {
@@ -583,25 +350,6 @@ func (r *Registry) kick(sh *shell) {
 	if sup := r.supervisorFor(sh); sup != nil {
 		sup.kick()
 	}
-}
-
-// recheckLocked admits the nested waiters that can run now, in arrival
-// order. Caller holds nest.mu.
-func (r *Registry) recheckLocked() {
-	n := &r.nest
-	kept := n.waiters[:0]
-	for _, w := range n.waiters {
-		if !w.inLine && r.tryNested(w) {
-			w.done = true
-			close(w.ready)
-			w.sh.gate.NestWaitEnd()
-			r.unwaitLocked(w.sh)
-			continue
-		}
-		kept = append(kept, w)
-	}
-	clear(n.waiters[len(kept):])
-	n.waiters = kept
 }
 
 func wouldDeadlock(s *execState, sh *shell) *Result {

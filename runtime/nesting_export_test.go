@@ -19,18 +19,15 @@ func NestStateForTest(reg *Registry) string {
 		}
 		return fmt.Sprintf("%s/%s@%s[%s]", s.callID, s.name, s.agent, h)
 	}
-	for _, w := range n.waiters {
-		fmt.Fprintf(&b, "waiter %s on %p parallel=%v gate=%#x inside=%v\n", desc(w.s), w.sh, w.parallel, uint64(w.sh.gate.Load()), insideOf(w.s, w.sh))
-		for p := w.s.host; p != nil; p = p.host {
+	n.p.EachWaiter(func(s *execState, sh *shell, parallel, inLine bool) {
+		fmt.Fprintf(&b, "waiter %s on %p parallel=%v in-line=%v gate=%#x inside=%v\n", desc(s), sh, parallel, inLine, uint64(sh.gate.Load()), reg.insideOf(s, sh))
+		for p := s.host; p != nil; p = p.host {
 			fmt.Fprintf(&b, "   host %s\n", desc(p))
 		}
-		if w.sh.nest != nil {
-			for _, x := range w.sh.nest.inside {
-				fmt.Fprintf(&b, "   inside holder %s\n", desc(x))
-			}
-			fmt.Fprintf(&b, "   nest excl=%d waiters=%d\n", w.sh.nest.excl, w.sh.nest.waiters)
+		if sh.nest != nil {
+			fmt.Fprintf(&b, "   %v\n", sh.nest)
 		}
-	}
+	})
 	return b.String()
 }
 
@@ -38,7 +35,7 @@ func NestStateForTest(reg *Registry) string {
 func NestWaitersForTest(reg *Registry) int {
 	reg.nest.mu.Lock()
 	defer reg.nest.mu.Unlock()
-	return len(reg.nest.waiters)
+	return reg.nest.p.Waiting()
 }
 
 // QueuedForTest reports the calls waiting for admission that are not

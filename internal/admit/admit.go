@@ -12,17 +12,19 @@
 // goroutines, no clocks here: the actor drives the Queue.
 //
 // Nested calls (a call made inside the dispatch of another, issue 11) are
-// decided by the runtime under its own lock: one that needs a slot takes
-// it first come, first served like any call (TryAcquireFirst, then the
-// queue), or, when the calls ahead wait for one of its ancestors, ahead of
-// the queue as soon as it fits (TryAcquireNested); others run
-// inside an ancestor's slot, marking the gate while a nested exclusive call
-// runs (HoldIfAlone, ClearHold) or a nested call waits (SetNestWait,
-// ClearNestWait). Either mark turns the fast paths off and keeps calls that
-// are not nested waiting; a waiter whose caller gives up leaves with
-// Gate.Leave (it stops counting at once), and Kick admits whoever fits
-// after a change made outside. A release says whether the call was
-// exclusive: the exclusive mark goes with that call.
+// decided by Nest, a single-goroutine policy over call and scope ids that
+// the runtime drives under its own lock (nest.go tells the rules; the
+// transcripts in testdata/*.txt show them step by step). A nested call that
+// needs a slot takes it first come, first served like any call
+// (TryAcquireFirst, then the queue), or, when the calls ahead wait for one
+// of its ancestors, ahead of the queue as soon as it fits
+// (TryAcquireNested); others run inside an ancestor's slot, marking the
+// gate while a nested exclusive call runs (HoldIfAlone, ClearHold) or a
+// nested call waits (SetNestWait, ClearNestWait). Either mark turns the
+// fast paths off and keeps calls that are not nested waiting; a waiter
+// whose caller gives up leaves with Gate.Leave (it stops counting at once),
+// and Kick admits whoever fits after a change made outside. A release says
+// whether the call was exclusive: the exclusive mark goes with that call.
 package admit
 
 import "sync/atomic"
@@ -118,12 +120,6 @@ func (g *Gate) TryRelease(excl bool) bool {
 	}
 }
 
-// Running reports the admitted calls and whether one is exclusive.
-func (g *Gate) Running() (n int, excl bool) {
-	s := g.w.Load()
-	return int(s & countMask), s&exclusive != 0
-}
-
 // Release ends one admitted call unconditionally (the slow path of a
 // release: TryRelease failed) and returns the word as it was before, so the
 // caller can tell who must look again: the queue (Queued) or nested
@@ -206,6 +202,9 @@ type Word uint64
 // Count is the number of calls holding a slot.
 func (w Word) Count() int { return int(uint64(w) & countMask) }
 
+// Exclusive reports that an exclusive call holds a slot.
+func (w Word) Exclusive() bool { return uint64(w)&exclusive != 0 }
+
 // Queued reports that calls wait in the supervisor's queue or are on their
 // way to it.
 func (w Word) Queued() bool { return uint64(w)&(queuedFlag|pendingMask) != 0 }
@@ -283,13 +282,6 @@ func (q *Queue) Admit(w *Waiter) []*Waiter {
 		}
 		return s | queuedFlag
 	})
-	return q.drain()
-}
-
-// Release ends one admitted call (excl: admitted as exclusive) and returns
-// the waiters admitted now.
-func (q *Queue) Release(excl bool) []*Waiter {
-	q.set(func(s uint64) uint64 { return released(s, excl) })
 	return q.drain()
 }
 

@@ -36,14 +36,14 @@ func TestGate_PendingBlocksFastPath(t *testing.T) {
 	if g.TryRelease(false) {
 		t.Fatal("release took the fast path while calls wait")
 	}
-	got := q.Release(false)
+	got := release(&q, false)
 	if len(got) != 1 || got[0] != e {
 		t.Fatalf("release admitted %v, want the exclusive call", got)
 	}
-	if n, excl := g.Running(); n != 1 || !excl {
+	if n, excl := running(&g); n != 1 || !excl {
 		t.Fatalf("running = %d, %v", n, excl)
 	}
-	got = q.Release(true)
+	got = release(&q, true)
 	if !ready(got, p) {
 		t.Fatal("parallel call not admitted after the exclusive one")
 	}
@@ -68,4 +68,17 @@ func TestGate_DrainAdmitsEveryone(t *testing.T) {
 	if got := q.Drain(); len(got) != 2 {
 		t.Fatalf("drain admitted %d, want 2", len(got))
 	}
+}
+
+// release is the runtime's slow release: the slot goes back on the gate,
+// then the queue admits whoever fits (a kick).
+func release(q *Queue, excl bool) []*Waiter {
+	q.G.Release(excl)
+	return q.Kick()
+}
+
+// running reports the admitted calls and whether one is exclusive.
+func running(g *Gate) (n int, excl bool) {
+	w := g.Load()
+	return w.Count(), w.Exclusive()
 }

@@ -26,7 +26,7 @@ func TestQueue_CancelledWaiterIsSkipped(t *testing.T) {
 	if g.Leave(excl) {
 		t.Fatal("a waiter leaves once")
 	}
-	got := q.Release(true)
+	got := release(&q, true)
 	if len(got) != 1 || got[0] != par {
 		t.Fatalf("release admitted %v, want only the parallel waiter behind the one that left", got)
 	}
@@ -36,7 +36,7 @@ func TestQueue_CancelledWaiterIsSkipped(t *testing.T) {
 	if g.Waiting() != 0 || q.Queued() != 0 {
 		t.Fatalf("Waiting = %d, Queued = %d after the queue drained", g.Waiting(), q.Queued())
 	}
-	if n, excl := g.Running(); n != 1 || excl {
+	if n, excl := running(&g); n != 1 || excl {
 		t.Fatalf("Running = %d, %v; want the one parallel call", n, excl)
 	}
 	if !g.TryRelease(false) {
@@ -90,7 +90,7 @@ func TestGate_NestedMarks(t *testing.T) {
 	}
 	g.ClearHold()
 	g.SetNestWait()
-	if got := q.Release(false); len(got) != 0 {
+	if got := release(&q, false); len(got) != 0 {
 		t.Fatal("the queue admitted a call while a nested call waits")
 	}
 	if !g.ClearNestWait().NestWaiting() {

@@ -32,7 +32,7 @@ func TestGate_ExclusiveMarkGoesWithItsCall(t *testing.T) {
 				t.Fatalf("drain admitted %d", len(got))
 			}
 			g.Release(true)
-			n, excl := g.Running()
+			n, excl := running(&g)
 			if n != tc.count || excl != tc.excl {
 				t.Fatalf("after the exclusive release: Running = %d, %v; want %d, %v", n, excl, tc.count, tc.excl)
 			}
@@ -67,7 +67,7 @@ func TestGate_LeaveStopsCountingAtOnce(t *testing.T) {
 	if got := q.Kick(); len(got) != 0 {
 		t.Fatal("admitted beside the exclusive call")
 	}
-	if got := q.Release(true); len(got) != 1 || got[0] != head {
+	if got := release(&q, true); len(got) != 1 || got[0] != head {
 		t.Fatalf("release admitted %v, want the head", got)
 	}
 	if g.Waiting() != 0 || q.Queued() != 0 {

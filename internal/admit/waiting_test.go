@@ -31,7 +31,7 @@ func TestGate_WaitingCount(t *testing.T) {
 	if g.Waiting() != 3 {
 		t.Fatalf("Waiting = %d, want 3 queued", g.Waiting())
 	}
-	if got := q.Release(true); len(got) != 1 || got[0] != ws[0] {
+	if got := release(&q, true); len(got) != 1 || got[0] != ws[0] {
 		t.Fatalf("release admitted %v, want the first (parallel) waiter", got)
 	}
 	if g.Waiting() != 2 {
