@@ -67,6 +67,7 @@ type scopeRec struct {
 
 type config struct {
 	maxParallel   int
+	turnSeams     *turnSeams // tests only (turn_export_test.go)
 	approver      Approver
 	errorHandler  func(error)
 	logger        *slog.Logger

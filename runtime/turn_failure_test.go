@@ -22,7 +22,13 @@ import (
 // injected right after a's commit. The result holds a's result only (the
 // committed prefix), the record so far, and no observer ran for b or c.
 func TestTurnR98_PartialResultWithError(t *testing.T) {
-	reg := r3Reg(t)
+	injected := errors.New("injected scheduler failure")
+	reg := r3Reg(t, runtime.WithCommitFailureForTest(func(call int) error {
+		if call == 0 {
+			return injected
+		}
+		return nil
+	}))
 	sc := r3Scope(t, reg, "agent")
 
 	bStarted, cStarted := make(chan struct{}), make(chan struct{})
@@ -50,15 +56,6 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	injected := errors.New("injected scheduler failure")
-	restore := runtime.SetCommitFailureForTest(func(call int) error {
-		if call == 0 {
-			return injected
-		}
-		return nil
-	})
-	t.Cleanup(restore)
-
 	type answer struct {
 		res *runtime.TurnResult
 		err error
@@ -75,7 +72,6 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 		failHung(t, "turn never finished")
 		t.FailNow()
 	}
-	restore()
 
 	require.ErrorIs(t, a.err, injected)
 	require.NotNil(t, a.res, "R98: the committed results come with the error")
@@ -97,20 +93,18 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 // R98 over the protocol: a TurnRequest whose turn fails internally answers
 // the error together with the committed results.
 func TestTurnR98_ProtocolReplyCarriesPartialResults(t *testing.T) {
-	reg := r3Reg(t)
+	injected := errors.New("injected scheduler failure")
+	reg := r3Reg(t, runtime.WithCommitFailureForTest(func(call int) error {
+		if call == 0 {
+			return injected
+		}
+		return nil
+	}))
 	sc := r3Scope(t, reg, "agent")
 	_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		return rc.Execution().CallID(), nil
 	}))
 	require.NoError(t, err)
-	injected := errors.New("injected scheduler failure")
-	restore := runtime.SetCommitFailureForTest(func(call int) error {
-		if call == 0 {
-			return injected
-		}
-		return nil
-	})
-	t.Cleanup(restore)
 	v, err := reg.ActorSystem().Root.RequestFuture(sc.PID(), &messages.TurnRequest{Calls: []*messages.TurnCall{
 		{CallId: "a", Name: "t"}, {CallId: "b", Name: "t"},
 	}, MaxParallel: 1}, 2*waitLimit).Result()
