@@ -487,7 +487,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 // against the live inherited set on every read (R25).
 func (s *Scope) Restrict(r Restriction) (func(), error) {
 	if s.rec == nil {
-		return nil, fmt.Errorf("%w: restrict requires a scoped context (the global scope cannot restrict)", ErrInvalidRestriction)
+		return nil, fmt.Errorf("%w: the global scope cannot restrict (Restrict is for agent scopes)", ErrInvalidRestriction)
 	}
 	if r.Allow == nil && r.Deny == nil {
 		return nil, fmt.Errorf("%w: restriction is a no-op: give Allow, Deny or both", ErrInvalidRestriction)

@@ -667,7 +667,7 @@ func (r *Registry) turnFromProto(ctx context.Context, h *messageHandler, m *mess
 	o := turnOptions{maxParallel: r.cfg.maxParallel, id: m.GetTurnId()}
 	if n := m.GetMaxParallel(); n != 0 {
 		if n < 0 {
-			return &messages.TurnReply{Error: fmt.Sprintf("%v: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, n)}
+			return &messages.TurnReply{Error: fmt.Sprintf("%v: MaxParallel must be at least 1, got %d", ErrInvalidConfig, n)}
 		}
 		o.maxParallel = int(n)
 	}
