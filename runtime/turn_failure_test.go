@@ -115,3 +115,43 @@ func TestTurnR98_ProtocolReplyCarriesPartialResults(t *testing.T) {
 	require.Len(t, reply.GetResults(), 1, "the committed result comes with the error")
 	assert.JSONEq(t, `"a"`, string(runtime.ResultFromProto(reply.GetResults()[0]).Text()))
 }
+
+// The turn driver's test seams belong to one registry: a commit failure
+// injected into one registry's turns leaves another registry's turns,
+// running at the same time, untouched (no package-level seam).
+func TestTurnR98_InjectedFailureStaysInItsRegistry(t *testing.T) {
+	injected := errors.New("injected scheduler failure")
+	failing := r3Scope(t, r3Reg(t, runtime.WithCommitFailureForTest(func(int) error { return injected })), "agent")
+	healthy := r3Scope(t, r3Reg(t), "agent")
+	for _, sc := range []*runtime.Scope{failing, healthy} {
+		_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
+			return rc.Execution().CallID(), nil
+		}))
+		require.NoError(t, err)
+	}
+	errs := make(chan error, 2)
+	for _, sc := range []*runtime.Scope{failing, healthy} {
+		go func() {
+			_, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b"))
+			errs <- err
+		}()
+	}
+	var got []error
+	for range 2 {
+		select {
+		case err := <-errs:
+			got = append(got, err)
+		case <-time.After(2 * waitLimit):
+			failHung(t, "a turn never finished")
+			t.FailNow()
+		}
+	}
+	failed := 0
+	for _, err := range got {
+		if err != nil {
+			require.ErrorIs(t, err, injected)
+			failed++
+		}
+	}
+	assert.Equal(t, 1, failed, "only the turn of the registry with the seam fails: %v", got)
+}
