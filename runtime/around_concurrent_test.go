@@ -85,6 +85,6 @@ func TestAround_NextAfterReturnRefused(t *testing.T) {
 	r3Success(t, r3Exec(t, s, context.Background(), r3Call("t", nil)), "1")
 	late := kept(context.Background())
 	require.True(t, late.IsError())
-	assert.Contains(t, late.ErrorMessage(), "next called after the wrapper returned")
+	assert.Contains(t, late.ErrorMessage(), "next called after the hook returned")
 	assert.Equal(t, int32(1), bodies.Load(), "a late next ran the body")
 }

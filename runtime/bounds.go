@@ -42,7 +42,7 @@ type MaxSchemaBytesOption struct{ n int }
 
 func (o MaxSchemaBytesOption) check() error {
 	if o.n < 1 {
-		return fmt.Errorf("%w: MaxSchemaBytes must be an integer >= 1, got %d", ErrInvalidConfig, o.n)
+		return fmt.Errorf("%w: MaxSchemaBytes must be at least 1, got %d", ErrInvalidConfig, o.n)
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (o MaxSchemaBytesOption) applyTool(t *toolOptions) { t.maxSchema = &o }
 func WithMaxArgumentBytes(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 1 {
-			return fmt.Errorf("%w: MaxArgumentBytes must be an integer >= 1, got %d", ErrInvalidConfig, n)
+			return fmt.Errorf("%w: MaxArgumentBytes must be at least 1, got %d", ErrInvalidConfig, n)
 		}
 		c.maxArgBytes = n
 		return nil

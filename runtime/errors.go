@@ -12,7 +12,7 @@ var (
 	ErrClosed = errors.New("runtime: registry closed")
 	// ErrScopeDisposed is returned by mutating methods of a disposed scope
 	// handle or owner group (SPEC R7).
-	ErrScopeDisposed = errors.New("runtime: cannot create effect on inactive context (scope disposed)")
+	ErrScopeDisposed = errors.New("runtime: scope disposed")
 	// ErrScopeExists is returned by NewScope for a key that is live.
 	ErrScopeExists = errors.New("runtime: scope already exists")
 	// ErrScopeLink is returned when a parent link would be rebound or form a
@@ -128,7 +128,7 @@ func unsupportedSchema(violations []string) *Error {
 
 // unprintableMessage is SPEC §0.3's message for a failure whose Error
 // method itself panics.
-const unprintableMessage = "<unprintable thrown value>"
+const unprintableMessage = "<unprintable value>"
 
 // errorText calls err.Error(), reporting false if that call panics.
 func errorText(err error) (msg string, ok bool) {
@@ -141,7 +141,7 @@ func errorText(err error) (msg string, ok bool) {
 }
 
 // printable returns err when its Error method works, else an error that
-// reads "<unprintable thrown value>" (SPEC §0.3) and unwraps to err, so it
+// reads "<unprintable value>" (SPEC §0.3) and unwraps to err, so it
 // can be formatted, wrapped and logged safely while errors.Is/As still
 // reach the original.
 func printable(err error) error {

@@ -301,7 +301,7 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		}
 	case DecisionAllow:
 	default:
-		return failureFromMessage(fmt.Sprintf("tools/pre-execute returned an unknown decision %d", dec.Kind), nil), false
+		return failureFromMessage(fmt.Sprintf("pre-execute hook returned an unknown decision %d", dec.Kind), nil), false
 	}
 	reason, denied, err := r.evalGuards(s)
 	if s.span != nil {
@@ -448,7 +448,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 			return failureFrom(err)
 		}
 		if out == nil {
-			err := errors.New("tools/execute wrapper returned no result")
+			err := errors.New("around hook returned no result")
 			s.mu.Lock()
 			if s.aroundErr == nil {
 				s.aroundErr = err
@@ -566,10 +566,10 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 	}
 	content, err := callRender(td.def.Output.Render, s.cx(), s.args, b)
 	if err != nil {
-		return invalidOutput(td.name, "output.render failed: "+messageOf(err))
+		return invalidOutput(td.name, "Output.Render failed: "+messageOf(err))
 	}
 	if !blocksSafe(content) {
-		return invalidOutput(td.name, "output.render returned non-lossless JSON")
+		return invalidOutput(td.name, "Output.Render returned non-lossless JSON")
 	}
 	rb := s.resultSlot()
 	if len(content) == 1 {
@@ -607,11 +607,11 @@ func (r *Registry) withMeta(s *execState, td *toolDef, res *Result, b []byte) *R
 	if s.parent.IsZero() && td.def.Output.PresentationMeta != nil {
 		m, err := callMeta(td.def.Output.PresentationMeta, s.cx(), s.args, b)
 		if err != nil {
-			return invalidOutput(td.name, "output.presentationMeta failed: "+messageOf(err))
+			return invalidOutput(td.name, "Output.PresentationMeta failed: "+messageOf(err))
 		}
 		mb, err := encodeJSON(m)
 		if err != nil {
-			return invalidOutput(td.name, "output.presentationMeta returned non-lossless JSON")
+			return invalidOutput(td.name, "Output.PresentationMeta returned non-lossless JSON")
 		}
 		res.meta = mb
 	}
@@ -672,13 +672,13 @@ func (r *Registry) runPost(s *execState, h hooks, res *Result) *Result {
 		return out
 	}
 	if dec.Content != nil && dec.HasValue {
-		return failureFromMessage("tools/post-execute accept decision cannot replace both value and content", nil)
+		return failureFromMessage("post-execute hook: an accept decision cannot replace both value and content", nil)
 	}
 	out := res
 	switch {
 	case dec.HasValue:
 		if res.isError {
-			return failureFromMessage("tools/post-execute cannot replace the value of a failed result", nil)
+			return failureFromMessage("post-execute hook cannot replace the value of a failed result", nil)
 		}
 		td, ok := r.resolve(s.node, s.name)
 		if !ok {
@@ -999,7 +999,7 @@ func (b *nextBusy) close() { b.st.Store(nextClosed) }
 // a previous call of it still runs, or after its hook returned.
 func refusedNext(st int32) *Result {
 	if st == nextClosed {
-		return failureFromMessage("tools/execute wrapper: next called after the wrapper returned (next is valid only while the wrapper runs)", nil)
+		return failureFromMessage("around hook: next called after the hook returned (next is valid only while the hook runs)", nil)
 	}
-	return failureFromMessage("tools/execute wrapper: next called while a previous call of it is still running (calls of next must not overlap)", nil)
+	return failureFromMessage("around hook: next called while a previous call of it is still running (calls of next must not overlap)", nil)
 }

@@ -1236,19 +1236,19 @@ func TestExecute_R62_R63_SuccessCreationFailures(t *testing.T) {
 			d := r3Const("t", 1)
 			d.Output.Render = func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) { panic("render boom") }
 			return d
-		}, want: prefix + "output.render failed: render boom"},
+		}, want: prefix + "Output.Render failed: render boom"},
 		"render error": {def: func() runtime.Definition {
 			d := r3Const("t", 1)
 			d.Output.Render = func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) { return nil, errors.New("nope") }
 			return d
-		}, want: prefix + "output.render failed: nope"},
+		}, want: prefix + "Output.Render failed: nope"},
 		"render unsafe": {def: func() runtime.Definition {
 			d := r3Const("t", 1)
 			d.Output.Render = func(_ context.Context, _, _ json.RawMessage) ([]runtime.Block, error) {
 				return []runtime.Block{{Type: "image", Data: json.RawMessage(`{bad`)}}, nil
 			}
 			return d
-		}, want: prefix + "output.render returned non-lossless JSON"},
+		}, want: prefix + "Output.Render returned non-lossless JSON"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -1329,9 +1329,9 @@ func TestExecute_R64_PresentationMetaFailures(t *testing.T) {
 	r3M(s.Register(p))
 	r3M(s.Register(u))
 	r3Coded(t, r3Exec(t, s, context.Background(), r3Call("panics", nil)), runtime.NameToolOutput, runtime.CodeInvalidToolOutput,
-		`tool "panics" returned invalid output: output.presentationMeta failed: meta boom`)
+		`tool "panics" returned invalid output: Output.PresentationMeta failed: meta boom`)
 	r3Coded(t, r3Exec(t, s, context.Background(), r3Call("unsafe", nil)), runtime.NameToolOutput, runtime.CodeInvalidToolOutput,
-		`tool "unsafe" returned invalid output: output.presentationMeta returned non-lossless JSON`)
+		`tool "unsafe" returned invalid output: Output.PresentationMeta returned non-lossless JSON`)
 }
 
 func TestExecute_R65_OwnUnmodifiedResultPassesThrough(t *testing.T) {
@@ -1709,7 +1709,7 @@ func TestExecute_R69_AcceptValueOnFailureIsMisuse(t *testing.T) {
 	res := r3PostDecide(t, r3MetaTool(1, false, errors.New("bad")), func(*runtime.Result) runtime.PostDecision {
 		return runtime.AcceptValue(2)
 	})
-	r3Plain(t, res, "tools/post-execute cannot replace the value of a failed result")
+	r3Plain(t, res, "post-execute hook cannot replace the value of a failed result")
 	assert.Empty(t, res.AdditionalContexts())
 }
 
@@ -1717,7 +1717,7 @@ func TestExecute_R69_ContentAndValueTogetherIsMisuse(t *testing.T) {
 	res := r3PostDecide(t, r3MetaTool(1, false, nil), func(*runtime.Result) runtime.PostDecision {
 		return runtime.PostDecision{Content: []runtime.Block{runtime.Text("c")}, Value: 2, HasValue: true}
 	})
-	r3Plain(t, res, "tools/post-execute accept decision cannot replace both value and content")
+	r3Plain(t, res, "post-execute hook: an accept decision cannot replace both value and content")
 	assert.Empty(t, res.AdditionalContexts())
 }
 
@@ -2151,7 +2151,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 				r3M(s.Register(d))
 			},
 			check: func(t *testing.T, r *runtime.Result) {
-				r3Coded(t, r, runtime.NameToolOutput, runtime.CodeInvalidToolOutput, `tool "x" returned invalid output: output.render failed: boom`)
+				r3Coded(t, r, runtime.NameToolOutput, runtime.CodeInvalidToolOutput, `tool "x" returned invalid output: Output.Render failed: boom`)
 			},
 		},
 		"finalizer": {
@@ -2192,7 +2192,7 @@ func TestExecute_PanickingCallbacksBecomeResultsAndScopeKeepsServing(t *testing.
 					return nil, r3BadErr{}
 				})))
 			},
-			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, "<unprintable thrown value>") },
+			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, "<unprintable value>") },
 		},
 	}
 	for name, c := range cases {

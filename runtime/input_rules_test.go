@@ -115,7 +115,7 @@ func TestLossless_R47_LiteralsNotFiniteAsFloat64(t *testing.T) {
 			data = json.RawMessage(`{"x":` + lit + `}`)
 			res = reg.Execute(context.Background(), runtime.Call{ID: "b", Name: "block", Arguments: json.RawMessage(`{}`)})
 			assert.Equal(t, runtime.CodeInvalidToolOutput, res.Code())
-			assert.Equal(t, `tool "block" returned invalid output: output.render returned non-lossless JSON`, res.ErrorMessage())
+			assert.Equal(t, `tool "block" returned invalid output: Output.Render returned non-lossless JSON`, res.ErrorMessage())
 
 			dispose, err := s.Register(runtime.Definition{Name: "params", Parameters: json.RawMessage(`{"type":"number","default":` + lit + `}`),
 				Output: &runtime.Output{Schema: map[string]any{}, Render: render}, Execute: echo})

@@ -151,7 +151,7 @@ type Subscription struct {
 // off altogether.
 func (r *Registry) Subscribe(fn func(Event), opts ...SubscribeOption) (*Subscription, error) {
 	if fn == nil {
-		return nil, fmt.Errorf("%w: Subscribe requires a function", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: Subscribe needs a non-nil func", ErrInvalidConfig)
 	}
 	if r.closed.Load() {
 		return nil, ErrClosed

@@ -41,7 +41,7 @@ func (s *syncBuffer) String() string {
 // TestObservers_R75_UnprintableErrorMessage: an observer failing with an
 // error whose Error method panics (returned or panicked) is contained like
 // any other failure, and both the warning and the error handler read the
-// SPEC's "<unprintable thrown value>" (§0.3), not fmt's "%!v(PANIC=…)".
+// SPEC's "<unprintable value>" (§0.3), not fmt's "%!v(PANIC=…)".
 // The handler's error still unwraps to the observer's own error.
 func TestObservers_R75_UnprintableErrorMessage(t *testing.T) {
 	var logs syncBuffer
@@ -76,7 +76,7 @@ func TestObservers_R75_UnprintableErrorMessage(t *testing.T) {
 	require.False(t, res.IsError(), res.ErrorMessage())
 	assert.Equal(t, 1, later, "a failing observer affects no other observer")
 
-	want := `result observer failed for call "c1": <unprintable thrown value>`
+	want := `result observer failed for call "c1": <unprintable value>`
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, handled, 2)
@@ -85,12 +85,12 @@ func TestObservers_R75_UnprintableErrorMessage(t *testing.T) {
 		assert.True(t, errors.As(e, new(unprintableErr)), "the handler's error unwraps to the observer's")
 	}
 	out := logs.String()
-	assert.Equal(t, 2, bytes.Count([]byte(out), []byte("<unprintable thrown value>")), out)
+	assert.Equal(t, 2, bytes.Count([]byte(out), []byte("<unprintable value>")), out)
 	assert.NotContains(t, out, "PANIC")
 }
 
 // The same for a change subscriber failing while a removal is announced
-// (R90): the handler reads "<unprintable thrown value>".
+// (R90): the handler reads "<unprintable value>".
 func TestChange_R90_UnprintableSubscriberErrorOnRemoval(t *testing.T) {
 	var mu sync.Mutex
 	var handled []error
@@ -114,5 +114,5 @@ func TestChange_R90_UnprintableSubscriberErrorOnRemoval(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, handled, 1)
-	assert.Equal(t, "change subscriber failed while a removal was announced: <unprintable thrown value>", handled[0].Error())
+	assert.Equal(t, "change subscriber failed while a removal was announced: <unprintable value>", handled[0].Error())
 }

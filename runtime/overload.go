@@ -23,7 +23,7 @@ import (
 func WithMaxQueued(n int) Option {
 	return optionFunc(func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("%w: MaxQueued must be >= 0, got %d", ErrInvalidConfig, n)
+			return fmt.Errorf("%w: MaxQueued must not be negative, got %d", ErrInvalidConfig, n)
 		}
 		c.maxQueued = n
 		return nil

@@ -57,6 +57,7 @@ type scopeRec struct {
 
 type config struct {
 	maxParallel   int
+	turnSeams     *turnSeams // tests only (turn_export_test.go)
 	approver      Approver
 	errorHandler  func(error)
 	logger        *slog.Logger
@@ -93,7 +94,7 @@ type MaxParallelOption struct{ n int }
 
 func (o MaxParallelOption) check() error {
 	if o.n < 1 {
-		return fmt.Errorf("%w: MaxParallel must be an integer >= 1, got %d", ErrInvalidConfig, o.n)
+		return fmt.Errorf("%w: MaxParallel must be at least 1, got %d", ErrInvalidConfig, o.n)
 	}
 	return nil
 }
@@ -326,7 +327,7 @@ func (r *Registry) nextID() uint64 { return r.ids.Add(1) }
 
 // contain reports a failure the registry absorbs (R75, R90): one warning
 // and the optional error handler. An error whose Error method panics is
-// reported as "<unprintable thrown value>" (SPEC §0.3); callers wrapping
+// reported as "<unprintable value>" (SPEC §0.3); callers wrapping
 // one must wrap printable(err), since fmt formats the message eagerly.
 func (r *Registry) contain(err error) {
 	err = printable(err)

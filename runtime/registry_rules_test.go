@@ -528,7 +528,7 @@ func TestScope_R7_DisposedHandleRejectsMutations(t *testing.T) {
 	_, err = a.Restrict(runtime.Restriction{Deny: []string{"nope"}})
 	assert.Contains(t, err.Error(), `unknown global tool "nope"`)
 	_, err = a.Register(runtime.Definition{Name: "x"})
-	assert.Contains(t, err.Error(), "must declare output { schema, render, presentationMeta? }")
+	assert.Contains(t, err.Error(), "needs an Output with a Render func")
 	_, err = a.Register(rrDef("run_code", ""))
 	assert.Contains(t, err.Error(), "is reserved")
 
@@ -654,8 +654,8 @@ func TestRegister_R11_ValidationOrder(t *testing.T) {
 		}
 	}
 	id := func(d runtime.Definition) runtime.Definition { return d }
-	const outErr = "must declare output { schema, render, presentationMeta? }"
-	const toErr = "timeoutMs must be a positive finite number"
+	const outErr = "needs an Output with a Render func"
+	const toErr = "timeout must be positive"
 	cases := []struct {
 		name     string
 		toolName string
@@ -680,7 +680,7 @@ func TestRegister_R11_ValidationOrder(t *testing.T) {
 		}), []string{outErr}, "", runtime.ErrInvalidDefinition},
 		{"duplicate after everything", "dup", id, []string{"already registered"}, "", runtime.ErrDuplicate},
 		{"duplicate check comes after reserved-name check", "dup", timeout(&neg), []string{toErr}, "", runtime.ErrInvalidDefinition},
-		{"nil execute (deviation)", "t", func(d runtime.Definition) runtime.Definition { d.Execute = nil; return d }, []string{"execute"}, "", runtime.ErrInvalidDefinition},
+		{"nil execute (deviation)", "t", func(d runtime.Definition) runtime.Definition { d.Execute = nil; return d }, []string{"needs an Execute func"}, "", runtime.ErrInvalidDefinition},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1771,7 +1771,7 @@ func TestNewTool_R100_UnsupportedSchemaListsEveryViolation(t *testing.T) {
 		})
 	}
 	_, err := runtime.NewTool("bad", "d", fn, runtime.WithTimeout(0))
-	assert.ErrorContains(t, err, "timeoutMs must be a positive finite number", "R11's timeout rule applies to the helper")
+	assert.ErrorContains(t, err, "timeout must be positive", "R11's timeout rule applies to the helper")
 }
 
 func TestNewTool_R103_DerivedSchemas(t *testing.T) {

@@ -23,7 +23,7 @@ func TestRestrict_R20_ScopedOnly(t *testing.T) {
 		for _, r := range []runtime.Restriction{{Deny: []string{"g"}}, {}, {Allow: []string{"run_code"}}} {
 			_, err := s.Restrict(r)
 			require.ErrorIs(t, err, runtime.ErrInvalidRestriction)
-			assert.Contains(t, err.Error(), "requires a scoped context", "checked first")
+			assert.Contains(t, err.Error(), "the global scope cannot restrict", "checked first")
 		}
 	}
 	assert.Equal(t, int64(0), changes.Load())

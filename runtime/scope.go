@@ -300,14 +300,6 @@ func (g *registration) finish(m *teardownState, counted bool) {
 	}
 }
 
-// track links a new registration whose removal is remove. The caller holds
-// an owner.begin.
-func (s *Scope) track(remove func() bool) *registration {
-	g := &registration{remove: func(*teardownState) bool { return remove() }, reg: s.reg}
-	s.own.link(g)
-	return g
-}
-
 // Key returns the scope key ("" for the global scope).
 func (s *Scope) Key() string { return s.node.Key }
 
@@ -396,12 +388,9 @@ func (s *Scope) Register(def Definition) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.own.begin(); err != nil {
-		return nil, err
-	}
 	id := s.reg.nextID()
 	global := s.rec == nil
-	err = s.apply(func(l *core.Layer) (*core.Layer, error) {
+	return s.register(s, true, func(l *core.Layer) (*core.Layer, error) {
 		next, _, ok := l.AddTool(core.Entry{ID: id, Name: td.name, Payload: td})
 		if !ok {
 			if global {
@@ -410,27 +399,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 			return nil, fmt.Errorf("%w: tool %q is already registered in this scope", ErrDuplicate, td.name)
 		}
 		return next, nil
-	})
-	if err != nil {
-		s.own.end()
-		return nil, err
-	}
-	name := td.name
-	g := s.track(func() bool {
-		changed := false
-		_ = s.apply(func(l *core.Layer) (*core.Layer, error) {
-			next, ok := l.RemoveTool(name, id)
-			changed = ok
-			return next, nil
-		})
-		return changed
-	})
-	s.own.end()
-	if err := s.reg.notify(); err != nil {
-		g.dispose()
-		return nil, err
-	}
-	return g.dispose, nil
+	}, func(l *core.Layer) (*core.Layer, bool) { return l.RemoveTool(td.name, id) })
 }
 
 // Restrict filters what the scope inherits (SPEC §3). It is only for agent
@@ -438,7 +407,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 // against the live inherited set on every read (R25).
 func (s *Scope) Restrict(r Restriction) (func(), error) {
 	if s.rec == nil {
-		return nil, fmt.Errorf("%w: restrict requires a scoped context (the global scope cannot restrict)", ErrInvalidRestriction)
+		return nil, fmt.Errorf("%w: the global scope cannot restrict (Restrict is for agent scopes)", ErrInvalidRestriction)
 	}
 	if r.Allow == nil && r.Deny == nil {
 		return nil, fmt.Errorf("%w: restriction is a no-op: give Allow, Deny or both", ErrInvalidRestriction)
@@ -464,28 +433,42 @@ func (s *Scope) Restrict(r Restriction) (func(), error) {
 	if len(unknown) > 0 {
 		return nil, unknownNamesError(unknown, chain.RestrictableNames())
 	}
+	rs := &core.Restriction{ID: s.reg.nextID(), Allow: nameSet(r.Allow), Deny: nameSet(r.Deny)}
+	return s.register(s, true,
+		func(l *core.Layer) (*core.Layer, error) { return l.AddRestriction(rs), nil },
+		func(l *core.Layer) (*core.Layer, bool) { return l.RemoveRestriction(rs.ID) })
+}
+
+// register is the one way an entry enters a layer: it applies add to the
+// layer of target, tracks the exact disposer (R15) — remove, applied to the
+// same layer — as owned by s, and when announce is set delivers the change
+// notification, rolling the entry back if a subscriber fails (R87). An add
+// that fails registers and notifies nothing. Callbacks are not announced
+// (R28, R84): their disposer notifies nothing either.
+func (s *Scope) register(target *Scope, announce bool, add func(*core.Layer) (*core.Layer, error), remove func(*core.Layer) (*core.Layer, bool)) (func(), error) {
 	if err := s.own.begin(); err != nil {
 		return nil, err
 	}
-	rs := &core.Restriction{ID: s.reg.nextID(), Allow: nameSet(r.Allow), Deny: nameSet(r.Deny)}
-	err := s.apply(func(l *core.Layer) (*core.Layer, error) { return l.AddRestriction(rs), nil })
-	if err != nil {
+	if err := target.apply(add); err != nil {
 		s.own.end()
 		return nil, err
 	}
-	g := s.track(func() bool {
+	g := &registration{reg: s.reg, remove: func(*teardownState) bool {
 		changed := false
-		_ = s.apply(func(l *core.Layer) (*core.Layer, error) {
-			next, ok := l.RemoveRestriction(rs.ID)
+		_ = target.apply(func(l *core.Layer) (*core.Layer, error) {
+			next, ok := remove(l)
 			changed = ok
 			return next, nil
 		})
-		return changed
-	})
+		return announce && changed
+	}}
+	s.own.link(g)
 	s.own.end()
-	if err := s.reg.notify(); err != nil {
-		g.dispose()
-		return nil, err
+	if announce {
+		if err := s.reg.notify(); err != nil {
+			g.dispose()
+			return nil, err
+		}
 	}
 	return g.dispose, nil
 }
@@ -587,26 +570,14 @@ func hasPrepend(opts []HookOption) bool {
 // addCallback files a callback into the layer of target, owned by s. No
 // change notification (R28, R84).
 func (s *Scope) addCallback(target *Scope, k core.Kind, fn any, prepend bool) (func(), error) {
-	if err := s.own.begin(); err != nil {
-		return nil, err
-	}
-	defer s.own.end()
 	seq := s.reg.hookSeq.Add(1)
 	if prepend {
 		seq = -s.reg.prependSeq.Add(1)
 	}
 	e := core.Entry{ID: s.reg.nextID(), Seq: seq, Payload: fn}
-	if err := target.apply(func(l *core.Layer) (*core.Layer, error) { return l.AddCallback(k, e), nil }); err != nil {
-		return nil, err
-	}
-	g := s.track(func() bool {
-		_ = target.apply(func(l *core.Layer) (*core.Layer, error) {
-			next, _ := l.RemoveCallback(k, e.ID)
-			return next, nil
-		})
-		return false
-	})
-	return g.dispose, nil
+	return s.register(target, false,
+		func(l *core.Layer) (*core.Layer, error) { return l.AddCallback(k, e), nil },
+		func(l *core.Layer) (*core.Layer, bool) { return l.RemoveCallback(k, e.ID) })
 }
 
 // notify delivers one change notification to every subscriber, in

@@ -40,7 +40,7 @@ type toolDef struct {
 func newToolDef(def Definition, maxSchema int) (*toolDef, error) {
 	// R11.1 output declared.
 	if def.Output == nil || def.Output.Render == nil {
-		return nil, fmt.Errorf("%w: tool %q must declare output { schema, render, presentationMeta? }", ErrInvalidDefinition, def.Name)
+		return nil, fmt.Errorf("%w: tool %q needs an Output with a Render func", ErrInvalidDefinition, def.Name)
 	}
 	// R11.2 output schema in the subset. A typed tool's schema derived from
 	// its Out type is compiled once per type: reused while the definition
@@ -65,7 +65,7 @@ func newToolDef(def Definition, maxSchema int) (*toolDef, error) {
 	}
 	// R11.3 timeout.
 	if def.Timeout != nil && *def.Timeout <= 0 {
-		return nil, fmt.Errorf("%w: tool %q: timeoutMs must be a positive finite number", ErrInvalidDefinition, def.Name)
+		return nil, fmt.Errorf("%w: tool %q: timeout must be positive, got %v", ErrInvalidDefinition, def.Name, *def.Timeout)
 	}
 	// R11.4 reserved name, and (a deviation: no model can call it) the
 	// empty name.
@@ -74,7 +74,7 @@ func newToolDef(def Definition, maxSchema int) (*toolDef, error) {
 	}
 	// Deviation (SPEC R11, recommended): a nil body is rejected here.
 	if def.Execute == nil {
-		return nil, fmt.Errorf("%w: tool %q must declare execute", ErrInvalidDefinition, def.Name)
+		return nil, fmt.Errorf("%w: tool %q needs an Execute func", ErrInvalidDefinition, def.Name)
 	}
 	td := &toolDef{name: def.Name, outSchema: schema, outJSON: outJSON}
 	if def.typed != nil && reflect.ValueOf(def.Execute).Pointer() == def.typed.execPtr {

@@ -317,16 +317,14 @@ func (tr *turnRun) run(ctx context.Context) (*TurnResult, error) {
 func (tr *turnRun) drive() {
 	for {
 		if !tr.driving.CompareAndSwap(false, true) {
-			if h := testHookDriveBusy.Load(); h != nil {
-				(*h)(tr)
+			if ts := tr.reg.cfg.turnSeams; ts != nil && ts.driveBusy != nil {
+				ts.driveBusy(tr)
 			}
 			return // the driver takes our outcome before it lets go
 		}
 		inline := tr.session()
-		if inline != nil {
-			if h := testHookBeforeInline.Load(); h != nil {
-				(*h)(tr, inline)
-			}
+		if ts := tr.reg.cfg.turnSeams; ts != nil && inline != nil && ts.beforeInline != nil {
+			ts.beforeInline(tr, inline)
 		}
 		tr.driving.Store(false)
 		if tr.done.Load() != nil {
@@ -348,15 +346,23 @@ func (tr *turnRun) drive() {
 	}
 }
 
-// testHookBeforeInline, when set (tests only), runs in the driver between
-// the end of a session that held a dispatch back and letting go of driving:
-// the window in which a finishing dispatch finds the turn driven and leaves
-// its outcome to the driver.
-var testHookBeforeInline atomic.Pointer[func(tr *turnRun, inline *turnCall)]
-
-// testHookDriveBusy, when set (tests only), runs when drive finds the turn
-// driven by somebody else and leaves its outcome to that driver.
-var testHookDriveBusy atomic.Pointer[func(tr *turnRun)]
+// turnSeams are the turn driver's test seams. Only tests set them, through
+// an Option of turn_export_test.go, so a registry's are fixed at New and nil
+// in production: each site costs a nil check of a field, no atomic.
+type turnSeams struct {
+	// beforeInline runs in the driver between the end of a session that
+	// held a dispatch back and letting go of driving: the window in which
+	// a finishing dispatch finds the turn driven and leaves its outcome to
+	// the driver.
+	beforeInline func(tr *turnRun, inline *turnCall)
+	// driveBusy runs when drive finds the turn driven by somebody else and
+	// leaves its outcome to that driver.
+	driveBusy func(tr *turnRun)
+	// committed runs after each commit of a turn; an error it returns is
+	// reported to the scheduler as an internal failure (R98), as a step
+	// the scheduler rejected would be.
+	committed func(call int) error
+}
 
 // session steps the policy until it must wait for a dispatch or the turn
 // is over. It returns the dispatch prepared last before the wait, not yet
@@ -538,17 +544,12 @@ func (tr *turnRun) commit(i int) {
 	if err := tr.t.Committed(i); err != nil {
 		_ = tr.t.Fail(err)
 	}
-	if h := testHookCommitted.Load(); h != nil {
-		if err := (*h)(i); err != nil {
+	if ts := r.cfg.turnSeams; ts != nil && ts.committed != nil {
+		if err := ts.committed(i); err != nil {
 			_ = tr.t.Fail(err)
 		}
 	}
 }
-
-// testHookCommitted, when set (tests only), runs after each commit of a
-// turn; an error it returns is reported to the scheduler as an internal
-// failure (R98), as a step the scheduler rejected would be.
-var testHookCommitted atomic.Pointer[func(call int) error]
 
 // snapshot is R91's parse of argument text, done once: empty is {}; valid
 // JSON is snapshotted straight from the text; ok=false means invalid JSON,

@@ -21,7 +21,13 @@ import (
 // injected right after a's commit. The result holds a's result only (the
 // committed prefix), the record so far, and no observer ran for b or c.
 func TestTurnR98_PartialResultWithError(t *testing.T) {
-	reg := r3Reg(t)
+	injected := errors.New("injected scheduler failure")
+	reg := r3Reg(t, runtime.WithCommitFailureForTest(func(call int) error {
+		if call == 0 {
+			return injected
+		}
+		return nil
+	}))
 	sc := r3Scope(t, reg, "agent")
 
 	bStarted, cStarted := make(chan struct{}), make(chan struct{})
@@ -49,15 +55,6 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	injected := errors.New("injected scheduler failure")
-	restore := runtime.SetCommitFailureForTest(func(call int) error {
-		if call == 0 {
-			return injected
-		}
-		return nil
-	})
-	t.Cleanup(restore)
-
 	type answer struct {
 		res *runtime.TurnResult
 		err error
@@ -74,7 +71,6 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 		failHung(t, "turn never finished")
 		t.FailNow()
 	}
-	restore()
 
 	require.ErrorIs(t, a.err, injected)
 	require.NotNil(t, a.res, "R98: the committed results come with the error")
@@ -91,4 +87,44 @@ func TestTurnR98_PartialResultWithError(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"a"}, observed, "b and c were dispatched but never committed")
+}
+
+// The turn driver's test seams belong to one registry: a commit failure
+// injected into one registry's turns leaves another registry's turns,
+// running at the same time, untouched (no package-level seam).
+func TestTurnR98_InjectedFailureStaysInItsRegistry(t *testing.T) {
+	injected := errors.New("injected scheduler failure")
+	failing := r3Scope(t, r3Reg(t, runtime.WithCommitFailureForTest(func(int) error { return injected })), "agent")
+	healthy := r3Scope(t, r3Reg(t), "agent")
+	for _, sc := range []*runtime.Scope{failing, healthy} {
+		_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
+			return rc.Execution().CallID(), nil
+		}))
+		require.NoError(t, err)
+	}
+	errs := make(chan error, 2)
+	for _, sc := range []*runtime.Scope{failing, healthy} {
+		go func() {
+			_, err := sc.ExecuteTurn(context.Background(), calls("t", "a", "b"))
+			errs <- err
+		}()
+	}
+	var got []error
+	for range 2 {
+		select {
+		case err := <-errs:
+			got = append(got, err)
+		case <-time.After(2 * waitLimit):
+			failHung(t, "a turn never finished")
+			t.FailNow()
+		}
+	}
+	failed := 0
+	for _, err := range got {
+		if err != nil {
+			require.ErrorIs(t, err, injected)
+			failed++
+		}
+	}
+	assert.Equal(t, 1, failed, "only the turn of the registry with the seam fails: %v", got)
 }

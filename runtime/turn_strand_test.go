@@ -23,11 +23,25 @@ import (
 // driver ran b without looking at the done list again, nobody would process
 // a, c would never start, and the turn would never finish.
 func TestTurnR94_FinishedDispatchNotStrandedBeforeInline(t *testing.T) {
-	reg := r3Reg(t)
-	sc := r3Scope(t, reg, "agent")
-
 	aGo := make(chan struct{})
 	cStarted := make(chan struct{})
+	hooked := make(chan string, 8)
+	reg := r3Reg(t, runtime.WithBeforeInlineHookForTest(func(id string, leftToDriver <-chan struct{}) {
+		hooked <- id
+		if id != "b" {
+			return
+		}
+		close(aGo)
+		// Wait (bounded) until a's worker, done, found the turn driven and
+		// left its outcome to the driver.
+		select {
+		case <-leftToDriver:
+		case <-time.After(waitLimit):
+			failHung(t, "a's worker never tried to take over the turn")
+		}
+	}))
+	sc := r3Scope(t, reg, "agent")
+
 	_, err := sc.Register(tool("t", always, func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		switch rc.Execution().CallID() {
 		case "a":
@@ -42,23 +56,6 @@ func TestTurnR94_FinishedDispatchNotStrandedBeforeInline(t *testing.T) {
 		return "ok", nil
 	}))
 	require.NoError(t, err)
-
-	hooked := make(chan string, 8)
-	restore := runtime.SetBeforeInlineHookForTest(func(id string, leftToDriver <-chan struct{}) {
-		hooked <- id
-		if id != "b" {
-			return
-		}
-		close(aGo)
-		// Wait (bounded) until a's worker, done, found the turn driven and
-		// left its outcome to the driver.
-		select {
-		case <-leftToDriver:
-		case <-time.After(waitLimit):
-			failHung(t, "a's worker never tried to take over the turn")
-		}
-	})
-	t.Cleanup(restore)
 
 	type answer struct {
 		res *runtime.TurnResult
@@ -76,7 +73,6 @@ func TestTurnR94_FinishedDispatchNotStrandedBeforeInline(t *testing.T) {
 		failHung(t, "turn never finished")
 		t.FailNow()
 	}
-	restore()
 	require.NoError(t, a.err)
 	require.Len(t, a.res.Results, 3)
 	for i, r := range a.res.Results {

@@ -142,7 +142,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		return Definition{}, err
 	}
 	if fn == nil {
-		return Definition{}, fmt.Errorf("%w: tool %q must declare execute", ErrInvalidDefinition, name)
+		return Definition{}, fmt.Errorf("%w: tool %q needs a func to run (NewTool's fn is nil)", ErrInvalidDefinition, name)
 	}
 	var o toolOptions
 	for _, opt := range opts {
@@ -151,7 +151,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		}
 	}
 	if o.timeout != nil && *o.timeout <= 0 {
-		return Definition{}, fmt.Errorf("%w: tool %q: timeoutMs must be a positive finite number", ErrInvalidDefinition, name)
+		return Definition{}, fmt.Errorf("%w: tool %q: timeout must be positive, got %v", ErrInvalidDefinition, name, *o.timeout)
 	}
 	maxSchema := DefaultMaxSchemaBytes
 	if o.maxSchema != nil {

@@ -175,22 +175,6 @@ func (l *Layer) GuardGen() uint64 {
 	return l.cb.guardGen
 }
 
-// IsEmpty reports whether the layer holds no registrations at all.
-func (l *Layer) IsEmpty() bool {
-	if l.tools.n != 0 || len(l.Restrictions) != 0 || l.presentation != 0 {
-		return false
-	}
-	if l.cb == nil {
-		return true
-	}
-	for _, list := range l.cb.lists {
-		if len(list) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func (l *Layer) clone() *Layer {
 	n := &Layer{
 		Version:      l.Version + 1,

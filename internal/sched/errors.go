@@ -4,7 +4,7 @@ import "errors"
 
 var (
 	// ErrMaxParallel is returned by New when maxParallel is below 1 (R91).
-	ErrMaxParallel = errors.New("sched: MaxParallel must be an integer >= 1")
+	ErrMaxParallel = errors.New("sched: MaxParallel must be at least 1")
 
 	// ErrCallCount is returned by New for a negative number of calls.
 	ErrCallCount = errors.New("sched: negative call count")

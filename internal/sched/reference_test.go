@@ -295,8 +295,8 @@ func simulate(sc script) (outcome, error) {
 				return out, err
 			}
 		}
-		if tu.InFlight() != inflight {
-			return out, fmt.Errorf("t%d: InFlight() = %d, simulator has %d", now, tu.InFlight(), inflight)
+		if tu.inFlight != inflight {
+			return out, fmt.Errorf("t%d: %d dispatches in flight, simulator has %d", now, tu.inFlight, inflight)
 		}
 		// The shell checks the step ctx before every Next (R97).
 		if sc.abortAt >= 0 && now >= sc.abortAt {

@@ -100,19 +100,10 @@ func New(n, maxParallel int) (*Turn, error) {
 	return t, nil
 }
 
-// Len returns the number of calls in the turn.
-func (t *Turn) Len() int { return len(t.calls) }
-
-// InFlight returns the number of dispatches currently in flight.
-func (t *Turn) InFlight() int { return t.inFlight }
-
 // Err returns the first internal failure passed to Fail, or nil. After Next
 // has returned Done, a nil Err means the turn ran to completion (possibly
 // aborted, with synthetic results).
 func (t *Turn) Err() error { return t.err }
-
-// Aborted reports whether Abort was accepted before the turn finished.
-func (t *Turn) Aborted() bool { return t.aborted }
 
 var (
 	actionWait = Action{Kind: Wait, Call: -1}

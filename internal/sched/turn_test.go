@@ -18,7 +18,7 @@ import (
 //	abort
 //	fail MSG
 //	! <input>           the input must be rejected (ErrUnexpectedInput or ErrFinished)
-//	inflight K          InFlight() == K
+//	inflight K          K dispatches are in flight
 //	err MSG|nil         Err()
 //
 // Lines starting with # are comments.
@@ -49,8 +49,8 @@ func runTranscript(t *testing.T, n, maxParallel int, transcript string) {
 			}
 			continue
 		case "inflight":
-			if got := tu.InFlight(); strconv.Itoa(got) != f[1] {
-				t.Fatalf("%s: InFlight() = %d", where, got)
+			if got := tu.inFlight; strconv.Itoa(got) != f[1] {
+				t.Fatalf("%s: %d dispatches in flight", where, got)
 			}
 			continue
 		case "err":
@@ -132,7 +132,7 @@ func TestTurn_R91_NewRejectsMaxParallelBelowOne(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, inlineCalls, inlineCalls + 1, 100} {
 		tu, err := New(n, DefaultMaxParallel)
-		if err != nil || tu.Len() != n {
+		if err != nil || len(tu.calls) != n {
 			t.Errorf("New(%d, default) = %v, %v", n, tu, err)
 		}
 	}
@@ -574,7 +574,7 @@ func TestTurn_R97_AbortAfterDoneIsNoOp(t *testing.T) {
 	tu, _ := New(0, 1)
 	tu.Next()
 	tu.Abort()
-	if tu.Aborted() {
+	if tu.aborted {
 		t.Error("Abort after Done was recorded")
 	}
 }
