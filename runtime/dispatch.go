@@ -1,0 +1,127 @@
+package runtime
+
+import (
+	"context"
+)
+
+// base is the innermost next (R61).
+func (r *Registry) base(s *execState, ctx context.Context) *Result {
+	bodyCtx := ctx
+	if ctx != s.cx() {
+		// R60: fuse the caller ctx and the wrapper's ctx. Err answers from
+		// both at once (a cancellation of the caller is seen here before
+		// the body runs, not when AfterFunc gets round to it); Done closes
+		// when either does.
+		fused, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(s.cx(), cancel)
+		defer func() { stop(); cancel() }()
+		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.cx(), s: s}
+	}
+	if bodyCtx.Err() != nil {
+		return stamped(s, abortedBeforeDispatch())
+	}
+	td, ok := r.resolveExec(s)
+	if !ok {
+		return stamped(s, unknownTool(s.name))
+	}
+	s.bodyInvoked.Store(true)
+	v, err := callBody(td, bodyCtx, s)
+	if err != nil {
+		return stamped(s, failureFrom(err))
+	}
+	if bodyCtx.Err() != nil {
+		return stamped(s, aborted())
+	}
+	return stamped(s, r.createSuccess(s, td, v))
+}
+
+func stamped(s *execState, res *Result) *Result {
+	res.stamp = s
+	return res
+}
+
+// createSuccess is success creation (R62, R64, R78). value is any lossless
+// JSON value, including canonical bytes.
+func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
+	var b []byte
+	if _, ok := value.(typedOutMarker); ok {
+		b, s.typedOut = s.typedOut, nil
+	} else if raw, ok := value.(canonical); ok {
+		b = raw
+	} else {
+		var err error
+		if b, err = encodeJSON(value); err != nil {
+			return invalidOutput(td.name, "value is not lossless JSON")
+		}
+	}
+	if v := td.outSchema.Validate(b, "value"); len(v) > 0 {
+		return invalidOutput(td.name, v...)
+	}
+	if td.trustedRender {
+		// The typed helper's own renderer keeps and changes nothing; its
+		// one text block (no Data to check) shares the result's allocation.
+		rb := s.resultSlot()
+		rb.block[0] = renderDefault(b)
+		rb.res.value, rb.res.content = b, rb.block[:]
+		return r.withMeta(s, td, &rb.res, b)
+	}
+	content, err := callRender(td.def.Output.Render, s.cx(), s.args, b)
+	if err != nil {
+		return invalidOutput(td.name, "output.render failed: "+messageOf(err))
+	}
+	if !blocksSafe(content) {
+		return invalidOutput(td.name, "output.render returned non-lossless JSON")
+	}
+	rb := s.resultSlot()
+	if len(content) == 1 {
+		// The usual single block is copied into the result's allocation.
+		rb.block[0] = content[0]
+		rb.block[0].Data = cloneBytes(content[0].Data)
+		content = rb.block[:]
+	} else {
+		content = cloneBlocks(content)
+	}
+	rb.res.value, rb.res.content = b, content
+	return r.withMeta(s, td, &rb.res, b)
+}
+
+// withMeta adds presentation metadata (R64) and the turn mark to a new
+// success.
+func (r *Registry) withMeta(s *execState, td *toolDef, res *Result, b []byte) *Result {
+	if s.parent.IsZero() && td.def.Output.PresentationMeta != nil {
+		m, err := callMeta(td.def.Output.PresentationMeta, s.cx(), s.args, b)
+		if err != nil {
+			return invalidOutput(td.name, "output.presentationMeta failed: "+messageOf(err))
+		}
+		mb, err := encodeJSON(m)
+		if err != nil {
+			return invalidOutput(td.name, "output.presentationMeta returned non-lossless JSON")
+		}
+		res.meta = mb
+	}
+	res.concludes = s.concluded.Load()
+	return res
+}
+
+// fusedBodyCtx is the body's ctx when a wrapper delegated with a ctx of its
+// own (R60): cancelled when either the caller's or the wrapper's is, with
+// Err answering from both synchronously; it carries the execution, whatever
+// ctx the wrapper passed.
+type fusedBodyCtx struct {
+	context.Context // a cancel ctx under the wrapper's, cancelled by the caller's too
+	caller          context.Context
+	s               *execState
+}
+
+// Err implements context.Context.
+func (c *fusedBodyCtx) Err() error {
+	if err := c.caller.Err(); err != nil {
+		return err
+	}
+	return c.Context.Err()
+}
+
+// Value implements context.Context.
+func (c *fusedBodyCtx) Value(key any) any {
+	return execValue(c.s, c.Context, key)
+}
