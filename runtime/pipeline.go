@@ -317,12 +317,7 @@ func (r *Registry) runPost(s *execState, h hooks, res *Result) *Result {
 	if len(h.post) == 0 {
 		return res // the innermost default is Accept{} (R68)
 	}
-	steps := make([]postStep, len(h.post))
-	for i := range steps {
-		p := &steps[i]
-		p.ex, p.res, p.all, p.list, p.i = Execution{s}, res, steps, h.post, i
-	}
-	dec, err := steps[0].run()
+	dec, err := runPostHooks(Execution{s}, res, h.post)
 	if err != nil {
 		return failureFrom(err)
 	}
