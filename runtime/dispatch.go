@@ -85,6 +85,17 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 	return r.withMeta(s, td, &rb.res, b)
 }
 
+// rebuildSuccess creates a success from value with the definition visible
+// now (R65's foreign success, R69's AcceptValue): UNKNOWN_TOOL when the
+// tool is gone.
+func (r *Registry) rebuildSuccess(s *execState, value any) *Result {
+	td, ok := r.resolve(s.node, s.name)
+	if !ok {
+		return unknownTool(s.name)
+	}
+	return r.createSuccess(s, td, value)
+}
+
 // withMeta adds presentation metadata (R64) and the turn mark to a new
 // success.
 func (r *Registry) withMeta(s *execState, td *toolDef, res *Result, b []byte) *Result {

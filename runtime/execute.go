@@ -58,7 +58,7 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, 
 		s.snapshotArgs(call.Arguments)
 	}
 	s.sh = sh
-	return r.run(s, scopeGate{r})
+	return r.pipeline(s, scopeGate{r})
 }
 
 // singleExec is a single Execute's execution and its ctx (a turn's calls

@@ -47,6 +47,15 @@ func safeCode(c Coded) (s Code) {
 	return Code(c.Code())
 }
 
+// argsFailure is R48's failure: the argument text was over bound bytes long
+// (n > 0: its length), or the arguments are not lossless JSON.
+func argsFailure(n, bound int) *Result {
+	if n > 0 {
+		return argsTooLarge(n, bound)
+	}
+	return failureFromMessage("tool execution arguments must be losslessly JSON-serializable", nil)
+}
+
 func denial(reason string) *Result { return failureFromMessage(reason, nil) }
 
 // deny marks s denied (for the outcome of its execution events) and
