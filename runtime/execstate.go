@@ -24,7 +24,7 @@ type execState struct {
 	host   *execState // the execution this one runs within, for admission (nesting.go)
 	node   *core.Node
 	sh     *shell     // the scope's admission, when the caller has it at hand
-	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the SPEC says live
+	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the contract says live (R40, R61, R65, R69)
 	args   []byte     // argument snapshot; nil when it failed (R48)
 	// argCopy, when not nil, is a spare copy of args for the first
 	// classifier call (a turn makes its calls' copies in one allocation).
@@ -159,21 +159,4 @@ func callbacks(chain *core.Chain, k core.Kind) []core.Entry {
 		}
 	}
 	return only[:len(only):len(only)]
-}
-
-// resultWithBlock is a result and its single content block in one
-// allocation.
-type resultWithBlock struct {
-	res   Result
-	block [1]Block
-}
-
-// resultSlot returns the zero result its first success goes in: the one
-// allocated with its turn, if any and not taken yet, else a new one.
-func (s *execState) resultSlot() *resultWithBlock {
-	if rb := s.slot; rb != nil {
-		s.slot = nil
-		return rb
-	}
-	return &resultWithBlock{}
 }

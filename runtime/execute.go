@@ -8,7 +8,7 @@ import (
 )
 
 // Execute runs one call in the scope's view through the whole pipeline
-// (SPEC §7). call.Agent is set to the scope's key. It never panics and
+// (R49). call.Agent is set to the scope's key. It never panics and
 // always returns a result; every failure is a coded or plain failure
 // result.
 func (s *Scope) Execute(ctx context.Context, call Call) *Result {

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// --- result constructors (SPEC §0.3) ---
+// The result constructors: failures worded per the contract's failure
+// results (docs/contract.md#failures), denials, aborts, blocked results.
 
 func failureFromMessage(msg string, c Coded) *Result {
 	res := &Result{isError: true, errMsg: msg, content: []Block{Text("Error: " + msg)}}
@@ -20,7 +21,8 @@ func codedFailure(name string, code Code, msg string) *Result {
 	return failureFromMessage(msg, NewError(name, code, msg))
 }
 
-// failureFrom derives a failure from err: message per §0.3, Info if coded.
+// failureFrom derives a failure from err: its message per the contract's
+// failure results, its name and code if it is coded.
 func failureFrom(err error) *Result {
 	var c Coded
 	if !errors.As(err, &c) {

@@ -1,44 +1,7 @@
 package runtime
 
-import (
-	"context"
-)
-
-// base is the innermost next (R61).
-func (r *Registry) base(s *execState, ctx context.Context) *Result {
-	bodyCtx := ctx
-	if ctx != s.cx() {
-		// R60: fuse the caller ctx and the wrapper's ctx. Err answers from
-		// both at once (a cancellation of the caller is seen here before
-		// the body runs, not when AfterFunc gets round to it); Done closes
-		// when either does.
-		fused, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(s.cx(), cancel)
-		defer func() { stop(); cancel() }()
-		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.cx(), s: s}
-	}
-	if bodyCtx.Err() != nil {
-		return stamped(s, abortedBeforeDispatch())
-	}
-	td, ok := r.resolveExec(s)
-	if !ok {
-		return stamped(s, unknownTool(s.name))
-	}
-	s.bodyInvoked.Store(true)
-	v, err := callBody(td, bodyCtx, s)
-	if err != nil {
-		return stamped(s, failureFrom(err))
-	}
-	if bodyCtx.Err() != nil {
-		return stamped(s, aborted())
-	}
-	return stamped(s, r.createSuccess(s, td, v))
-}
-
-func stamped(s *execState, res *Result) *Result {
-	res.stamp = s
-	return res
-}
+// Success creation (R62–R64, R78): what a body's value, a wrapper's foreign
+// success (R65) or a post-execute AcceptValue (R69) becomes.
 
 // createSuccess is success creation (R62, R64, R78). value is any lossless
 // JSON value, including canonical bytes.
@@ -114,25 +77,19 @@ func (r *Registry) withMeta(s *execState, td *toolDef, res *Result, b []byte) *R
 	return res
 }
 
-// fusedBodyCtx is the body's ctx when a wrapper delegated with a ctx of its
-// own (R60): cancelled when either the caller's or the wrapper's is, with
-// Err answering from both synchronously; it carries the execution, whatever
-// ctx the wrapper passed.
-type fusedBodyCtx struct {
-	context.Context // a cancel ctx under the wrapper's, cancelled by the caller's too
-	caller          context.Context
-	s               *execState
+// resultWithBlock is a result and its single content block in one
+// allocation.
+type resultWithBlock struct {
+	res   Result
+	block [1]Block
 }
 
-// Err implements context.Context.
-func (c *fusedBodyCtx) Err() error {
-	if err := c.caller.Err(); err != nil {
-		return err
+// resultSlot returns the zero result its first success goes in: the one
+// allocated with its turn, if any and not taken yet, else a new one.
+func (s *execState) resultSlot() *resultWithBlock {
+	if rb := s.slot; rb != nil {
+		s.slot = nil
+		return rb
 	}
-	return c.Context.Err()
-}
-
-// Value implements context.Context.
-func (c *fusedBodyCtx) Value(key any) any {
-	return execValue(c.s, c.Context, key)
+	return &resultWithBlock{}
 }
