@@ -17,8 +17,9 @@ import (
 // one, R67); finish and the observers see every result.
 //
 // A turn runs the same stages, split at admission and at post-execute
-// (turn.go): prepare is collapse, hooksFor and gate; its dispatch is
-// dispatch and recheck; commit is postAndRecheck and finish.
+// (turn.go): prepare is collapse, hooksFor and gate; a call's dispatch is
+// the turn's admission, dispatch and recheck; commit is postAndRecheck and
+// finish.
 func (r *Registry) pipeline(s *execState, g gate) *Result {
 	if res := r.collapse(s); res != nil {
 		return r.finish(s, res, hooks{}) // R107: final, before any hook
