@@ -8,7 +8,7 @@ import (
 )
 
 // Every user callback is called through one of these: a panic becomes an
-// error (SPEC §0.1), so no panic escapes the registry.
+// error (docs/contract.md §0, "Failing"), so no panic escapes the registry.
 
 func recovered(err *error) {
 	if p := recover(); p != nil {

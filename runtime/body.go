@@ -1,0 +1,67 @@
+package runtime
+
+// The base dispatch (R61): the innermost next, which calls the body under
+// its fused ctx (R60).
+
+import (
+	"context"
+)
+
+// base is the innermost next (R61).
+func (r *Registry) base(s *execState, ctx context.Context) *Result {
+	bodyCtx := ctx
+	if ctx != s.cx() {
+		// R60: fuse the caller ctx and the wrapper's ctx. Err answers from
+		// both at once (a cancellation of the caller is seen here before
+		// the body runs, not when AfterFunc gets round to it); Done closes
+		// when either does.
+		fused, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(s.cx(), cancel)
+		defer func() { stop(); cancel() }()
+		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.cx(), s: s}
+	}
+	if bodyCtx.Err() != nil {
+		return stamped(s, abortedBeforeDispatch())
+	}
+	td, ok := r.resolveExec(s)
+	if !ok {
+		return stamped(s, unknownTool(s.name))
+	}
+	s.bodyInvoked.Store(true)
+	v, err := callBody(td, bodyCtx, s)
+	if err != nil {
+		return stamped(s, failureFrom(err))
+	}
+	if bodyCtx.Err() != nil {
+		return stamped(s, aborted())
+	}
+	return stamped(s, r.createSuccess(s, td, v))
+}
+
+func stamped(s *execState, res *Result) *Result {
+	res.stamp = s
+	return res
+}
+
+// fusedBodyCtx is the body's ctx when a wrapper delegated with a ctx of its
+// own (R60): cancelled when either the caller's or the wrapper's is, with
+// Err answering from both synchronously; it carries the execution, whatever
+// ctx the wrapper passed.
+type fusedBodyCtx struct {
+	context.Context // a cancel ctx under the wrapper's, cancelled by the caller's too
+	caller          context.Context
+	s               *execState
+}
+
+// Err implements context.Context.
+func (c *fusedBodyCtx) Err() error {
+	if err := c.caller.Err(); err != nil {
+		return err
+	}
+	return c.Context.Err()
+}
+
+// Value implements context.Context.
+func (c *fusedBodyCtx) Value(key any) any {
+	return execValue(c.s, c.Context, key)
+}

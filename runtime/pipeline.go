@@ -1,0 +1,319 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/toolscope/toolscope/internal/core"
+)
+
+// pipeline runs one call's stages in the order of R49 and returns its final
+// result. Entry (R44–R48) is done when it starts: initExec resolved the
+// tool, captured its finalizer and loaded the chain; the arguments are
+// snapshotted. A stage that settles the call gives its candidate result and
+// says whether post-execute still sees it (a post result) or not (a final
+// one, R67); finish and the observers see every result.
+//
+// A turn runs the same stages, split at admission and at post-execute
+// (turn.go): prepare is collapse, hooksFor and gate; a call's dispatch is
+// the turn's admission, dispatch and recheck; commit is postAndRecheck and
+// finish.
+func (r *Registry) pipeline(s *execState, g gate) *Result {
+	if res := r.collapse(s); res != nil {
+		return r.finish(s, res, hooks{}) // R107: final, before any hook
+	}
+	h := r.hooksFor(s)        // R85: the hooks of the chain loaded at entry
+	res, post := r.gate(s, h) // R48, R79, pre-execute, approval, guards, R56
+	if res == nil {
+		var final bool
+		res, final = r.dispatch(s, h, g) // admission, around hooks, base, R65
+		if s.span != nil {
+			s.spanDispatched(len(h.around))
+		}
+		if !final {
+			res, post = r.recheck(s, res), true // R80
+		}
+	}
+	if post {
+		res = r.postAndRecheck(s, h, res) // R67–R71, R80
+	}
+	return r.finish(s, res, h) // R72–R75
+}
+
+// gate is R49 from entry to admission: the argument failure (R48) and the
+// pre-cancelled check (R79), both final; pre-execute (R52), approval if
+// asked (R55), the guards if allowed (R37) and the cancellation check after
+// them (R56). It returns nil when the call goes on to admission; otherwise
+// the candidate result and whether it is a post result.
+func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
+	if s.args == nil {
+		return argsFailure(s.argsOver, r.cfg.argBound()), false // R48: wins over everything
+	}
+	if s.cx().Err() != nil {
+		return abortedBeforeDispatch(), false // R79
+	}
+	if s.span != nil {
+		s.spanGate()
+	}
+	dec, err := runPre(Execution{s}, h.pre) // R52
+	if s.span != nil {
+		s.spanPre(len(h.pre), dec, err)
+	}
+	if err != nil {
+		return failureFrom(err), false // R54
+	}
+	if res, post := r.decide(s, dec); res != nil {
+		return res, post // denied (R57), or asked and not approved (R55)
+	}
+	reason, denied, err := r.evalGuards(s) // R37–R40
+	if s.span != nil {
+		s.spanGuards(denied)
+	}
+	if err != nil {
+		return failureFrom(err), false // R39
+	}
+	if denied {
+		return s.deny(reason), true // R39
+	}
+	if s.cx().Err() != nil {
+		return abortedBeforeDispatch(), true // R56
+	}
+	return nil, false
+}
+
+// decide acts on the pre-execute decision (R52): nil when the call goes on
+// to the guards; otherwise its result and whether it is a post result.
+func (r *Registry) decide(s *execState, dec Decision) (res *Result, post bool) {
+	switch dec.Kind {
+	case DecisionAllow:
+		return nil, false
+	case DecisionDeny:
+		return s.deny(dec.Reason), true
+	case DecisionAsk:
+		res, post = r.approve(s, dec)
+		if s.span != nil {
+			s.spanApproval()
+		}
+		return res, post
+	default:
+		return failureFromMessage(fmt.Sprintf("pre-execute hook returned an unknown decision %d", dec.Kind), nil), false
+	}
+}
+
+// approve resolves an Ask (R55): nil when the call is allowed; otherwise
+// its result and whether it is a post result.
+func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) {
+	ap := r.cfg.approver
+	if ap == nil {
+		reason := dec.Reason
+		if !dec.HasReason {
+			reason = fmt.Sprintf("tool %q requires approval (not yet supported)", s.name)
+		}
+		return s.deny(reason), true
+	}
+	if s.agent == "" {
+		return s.deny(fmt.Sprintf("tool %q requires approval, but the call has no agent to route it through", s.name)), true
+	}
+	req := ApprovalRequest{Agent: s.agent, Tool: s.name, CallID: s.callID, Reason: dec.Reason, HasReason: dec.HasReason}
+	out, err := callApprover(ap, s.cx(), req)
+	if err != nil {
+		return failureFrom(err), false
+	}
+	switch out {
+	case ApprovalAllowedOnce:
+		return nil, false
+	case ApprovalRejected:
+		return s.deny(fmt.Sprintf("the user rejected tool %q", s.name)), true
+	case ApprovalCancelled:
+		if s.cx().Err() != nil {
+			return abortedBeforeDispatch(), true
+		}
+		return s.deny(fmt.Sprintf("approval for tool %q was cancelled", s.name)), true
+	case ApprovalUnavailable:
+		return s.deny(fmt.Sprintf("tool %q requires approval, but no approval channel is available", s.name)), true
+	default:
+		return failureFromMessage(fmt.Sprintf("approver returned an unknown outcome %q", string(out)), nil), false
+	}
+}
+
+// evalGuards runs the guards of R37: the global layer's, then each layer of
+// the chain from the farthest ancestor to the agent's own; the first denial
+// or failure wins.
+func (r *Registry) evalGuards(s *execState) (reason string, denied bool, err error) {
+	ex := Execution{s}
+	if reason, deny, err := layerGuards(r.global.node, ex); err != nil || deny {
+		return reason, deny, err
+	}
+	for i := s.chain.Len() - 1; i >= 0; i-- {
+		if reason, deny, err := layerGuards(s.chain.NodeAt(i), ex); err != nil || deny {
+			return reason, deny, err
+		}
+	}
+	return "", false, nil
+}
+
+// layerGuards runs the guards of one layer in registration order, live
+// (R40): each step reads the layer again and takes the first guard after the
+// last one run, so a guard added meanwhile is consulted and one removed is
+// skipped; a layer whose guard list was emptied meanwhile is done.
+func layerGuards(n *core.Node, ex Execution) (reason string, deny bool, err error) {
+	l := n.Layer()
+	if len(l.List(core.KindGuard)) == 0 {
+		return "", false, nil
+	}
+	gen := l.GuardGen()
+	last := int64(math.MinInt64)
+	for {
+		l = n.Layer()
+		if l.GuardGen() != gen {
+			return "", false, nil
+		}
+		list := l.List(core.KindGuard)
+		i := 0
+		for i < len(list) && list[i].Seq <= last {
+			i++
+		}
+		if i == len(list) {
+			return "", false, nil
+		}
+		last = list[i].Seq
+		reason, deny, err := callGuard(list[i].Payload.(Guard), ex)
+		if err != nil || deny {
+			return reason, deny, err
+		}
+	}
+}
+
+// dispatch is admission (N1–N4; g nil: a turn admitted s already), then the
+// around hooks wrapping the base dispatch (R58–R64), then normalization and
+// the context merge (R65). final means post-execute is skipped (R65, R66);
+// a refused admission is a post result (N3, N4).
+func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final bool) {
+	if g != nil {
+		if res := g.acquire(s); res != nil {
+			return res, false
+		}
+		defer r.releaseAdmission(s)
+	}
+	if s.span != nil {
+		s.spanDispatching()
+	}
+	r.emitStarted(s)
+	if s.startedSent {
+		defer func() { s.dispatchEnd = time.Now().UnixNano() }()
+	}
+	if len(h.around) == 0 {
+		// No wrapper: the base result is this execution's own (R65).
+		return r.withDeferred(s, r.base(s, s.cx())), false
+	}
+	out, err := r.around(s, h.around)
+	if err != nil {
+		return failureFrom(err), true // R66: final, deferred contexts dropped
+	}
+	return r.normalize(s, out)
+}
+
+// normalize is R65 for what the around hooks returned: a foreign success is
+// rebuilt with the definition visible now (a failure to rebuild is final),
+// then the body's deferred contexts go in front.
+func (r *Registry) normalize(s *execState, out *Result) (res *Result, final bool) {
+	res, rebuild := normalized(out, out.stamp == s)
+	if rebuild {
+		if res = r.rebuildSuccess(s, out.foreignValue()); res.isError {
+			return res, true
+		}
+		res.contexts = out.contexts
+	}
+	return r.withDeferred(s, res), false
+}
+
+// withDeferred puts the body's deferred contexts in front of the result's
+// (R65).
+func (r *Registry) withDeferred(s *execState, out *Result) *Result {
+	s.mu.Lock()
+	deferred := s.deferred
+	s.mu.Unlock()
+	return withContextsFirst(deferred, out)
+}
+
+// recheck replaces a success when the caller ctx is cancelled (R80).
+func (r *Registry) recheck(s *execState, res *Result) *Result {
+	if res.isError || s.cx().Err() == nil {
+		return res
+	}
+	var out *Result
+	if s.bodyInvoked.Load() {
+		out = aborted()
+	} else {
+		out = abortedBeforeDispatch()
+	}
+	out.contexts = res.contexts
+	return out
+}
+
+// postAndRecheck is post-execute (R67–R71) and the cancellation check after
+// it (R80).
+func (r *Registry) postAndRecheck(s *execState, h hooks, res *Result) *Result {
+	if s.span != nil {
+		s.spanPostStart()
+	}
+	res = r.postExecute(s, h.post, res)
+	if s.span != nil {
+		s.spanPost(len(h.post))
+	}
+	return r.recheck(s, res)
+}
+
+// postExecute runs the post-execute waterfall on res and folds its decision
+// into the result (R68–R71).
+func (r *Registry) postExecute(s *execState, list []core.Entry, res *Result) *Result {
+	if len(list) == 0 {
+		return res // the innermost default is Accept() (R68)
+	}
+	dec, err := runPostHooks(Execution{s}, res, list)
+	out, rebuild := foldPost(res, dec, err)
+	if rebuild {
+		// AcceptValue on a success (R69); a failure to rebuild goes to
+		// finish with no contexts (R71).
+		if out = r.rebuildSuccess(s, dec.Value); out.isError {
+			return out
+		}
+		out = acceptedContexts(res, out, dec.Contexts)
+	}
+	return out
+}
+
+// finish is R72–R75: materialize, finalize once with the finalizer captured
+// at entry (R73), materialize again, then tell the event stream, the
+// metrics and the result observers.
+func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
+	res = materialized(res)
+	if s.finalizer != nil {
+		blocks, err := callFinalizer(s.finalizer, Execution{s}, res)
+		res = finalized(res, blocks, err)
+	}
+	res.stamp = nil
+	r.emitFinished(s, res)
+	if r.metrics != nil {
+		r.metrics.recordCall(context.Background(), s, res)
+	}
+	if s.span != nil {
+		s.spanObserversStart(len(h.result))
+		defer s.endSpan(res) // after the observers: the span covers the whole call
+	}
+	r.observe(s, h.result, res)
+	return res
+}
+
+// observe tells the result observers res, in order, once each (R75); an
+// observer's failure is contained.
+func (r *Registry) observe(s *execState, list []core.Entry, res *Result) {
+	ex := Execution{s}
+	for _, e := range list {
+		if err := callObserver(e.Payload.(ResultObserver), ex, res); err != nil {
+			r.contain(fmt.Errorf("result observer failed for call %q: %w", s.callID, printable(err)))
+		}
+	}
+}
