@@ -5,7 +5,6 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -139,10 +138,10 @@ func (r *Registry) poisonActor(pid *actor.PID) {
 }
 
 func (r *Registry) emitStarted(s *execState) {
-	if s.startedSent || (!s.events && s.typed == nil && r.metrics == nil) {
+	if s.startedSent || (!s.events && s.typed == nil && s.span == nil) {
 		return
 	}
-	r.publishStarted(s, time.Now().UnixNano())
+	r.publishStarted(s, r.now().UnixNano())
 }
 
 func (r *Registry) publishStarted(s *execState, at int64) {
@@ -167,11 +166,11 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 	if !s.startedSent {
 		at := s.enteredAt
 		if at == 0 {
-			at = time.Now().UnixNano()
+			at = r.now().UnixNano()
 		}
 		r.publishStarted(s, at)
 	}
-	now := time.Now().UnixNano()
+	now := r.now().UnixNano()
 	if s.typed != nil {
 		e := execEvent(ExecutionFinished, s, now)
 		e.IsError, e.Code = res.isError, res.errCode
@@ -208,10 +207,7 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 // emitSynthetic publishes the event pair of a turn call that never started
 // (R97): it bypasses the registry, but the record of calls stays complete.
 func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32, parent Token) {
-	if r.metrics != nil {
-		r.metrics.recordFailure(CodeAbortedBeforeDispatch)
-	}
-	now := time.Now().UnixNano()
+	now := r.now().UnixNano()
 	if subs := r.typedListeners(); len(subs) > 0 {
 		t := unixTime(now)
 		e := Event{Kind: ExecutionStarted, At: t, CallID: callID, Tool: tool, Scope: scope, Parent: parent,

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/internal/jsonv"
@@ -62,7 +61,7 @@ type execState struct {
 	startedAt   int64
 	dispatchEnd int64           // when around+body returned (0: never dispatched)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
-	span        *execSpan       // the execution's span and its stages, when tracing (trace.go)
+	span        *hookSet        // the registry's hooks, taken at entry when a call has any (hooks.go); nil: none
 	group       int32
 	holdExcl    bool
 	holdSlot    bool
@@ -71,6 +70,10 @@ type execState struct {
 	denied      bool
 	startedSent bool
 	events      bool // someone listened on the event stream at entry: publish both events (events.go)
+	// hookAdmitted and hookDispatching: StageAdmitted and StageDispatching
+	// were reported (hooks.go).
+	hookAdmitted    bool
+	hookDispatching bool
 }
 
 // cx is the execution's ctx: the caller's (or turn's), carrying it.
@@ -141,10 +144,6 @@ type singleExec struct {
 // executions at once).
 func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, call Call) {
 	s.reg = r
-	if r.cfg.tracer != nil {
-		ctx = r.startSpan(ctx, s, call.ID, call.Name)
-	}
-	s.ectx = execCtx{Context: ctx, s: s}
 	s.callID = call.ID
 	s.rootID = call.RootID
 	s.name = call.Name
@@ -156,12 +155,17 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	}
 	s.events = r.listening()
 	s.typed = r.typedListeners()
-	if s.events || s.typed != nil || r.metrics != nil {
-		s.enteredAt = time.Now().UnixNano()
+	s.span = r.hooks.forCalls()
+	if s.events || s.typed != nil || s.span != nil {
+		s.enteredAt = r.now().UnixNano()
 	}
 	if node == nil {
 		s.agent = ""
 	}
+	if s.span != nil {
+		ctx = s.span.startSpan(ctx, s)
+	}
+	s.ectx = execCtx{Context: ctx, s: s}
 	// R44: entry capture of the finalizer, from one load of the chain.
 	s.chain = core.Load(r.global.node, node)
 	if td, ok := r.lookup(&s.chain, call.Name); ok {
@@ -412,7 +416,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	}
 	r.emitStarted(s)
 	if s.startedSent {
-		defer func() { s.dispatchEnd = time.Now().UnixNano() }()
+		defer func() { s.dispatchEnd = r.now().UnixNano() }()
 	}
 	if len(h.around) == 0 {
 		// No wrapper: the base result is this execution's own (R65).
@@ -734,12 +738,9 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	}
 	res.stamp = nil
 	r.emitFinished(s, res)
-	if r.metrics != nil {
-		r.metrics.recordCall(context.Background(), s, res)
-	}
 	if s.span != nil {
-		s.spanObserversStart(len(h.result))
-		defer s.endSpan(res) // after the observers: the span covers the whole call
+		s.spanObserversStart(res, len(h.result))
+		defer s.endSpan(res, len(h.result)) // after the observers: the span covers the whole call
 	}
 	ex := Execution{s}
 	for _, e := range h.result {
