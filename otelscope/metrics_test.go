@@ -249,3 +249,39 @@ func TestMetrics_ToolNameBoundedByRegisteredTools(t *testing.T) {
 		assert.Equal(t, map[string]uint64{"real": 3, otelscope.UnknownToolMetricName: madeUp}, counts, name)
 	}
 }
+
+// The gauges read the registry (Registry.InFlight, Registry.Queued): a
+// call holding an exclusive admission and one waiting for it are two in
+// flight, one queued; a closed registry's gauges are unregistered.
+func TestMetrics_GaugesReadTheRegistry(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp))))
+	s := r3Scope(t, reg, "agent")
+	entered, release := make(chan struct{}), make(chan struct{})
+	r3M(s.Register(nestTool("slow", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return "slow", nil
+	})))
+	first := nestGo(s, context.Background(), runtime.Call{ID: "1", Name: "slow"})
+	nestAwait(t, entered)
+	second := nestGo(s, context.Background(), runtime.Call{ID: "2", Name: "slow"})
+	eventually(t, func() bool { return reg.Queued() == 1 })
+	gauge := func(name string) []metricdata.DataPoint[int64] {
+		g, ok := collect(t, reader)[name].Data.(metricdata.Gauge[int64])
+		require.True(t, ok, name)
+		return g.DataPoints
+	}
+	require.Len(t, gauge("toolscope.calls.queued"), 1)
+	assert.EqualValues(t, 1, gauge("toolscope.calls.queued")[0].Value)
+	assert.EqualValues(t, 2, gauge("toolscope.calls.in_flight")[0].Value)
+	close(release)
+	nestAwait(t, first)
+	go func() { <-entered }()
+	nestAwait(t, second)
+	require.NoError(t, reg.Close(context.Background()))
+	_, ok := collect(t, reader)["toolscope.calls.queued"]
+	assert.False(t, ok, "a closed registry's gauges are unregistered")
+}
