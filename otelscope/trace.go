@@ -60,13 +60,19 @@ func spanOf(ex runtime.Execution) *callSpan {
 func (t *tracer) callStart(ctx context.Context, c runtime.CallInfo) context.Context {
 	ctx, span := t.t.Start(ctx, "execute_tool "+c.Tool,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(time.Unix(0, c.At.UnixNano())),
 		trace.WithAttributes(
 			attribute.String("gen_ai.operation.name", "execute_tool"),
 			attribute.String("gen_ai.tool.name", c.Tool),
 			attribute.String("gen_ai.tool.call.id", c.CallID),
 		))
-	return &callSpan{Context: ctx, span: span, mark: c.At.UnixNano(), recording: span.IsRecording()}
+	cs := &callSpan{Context: ctx, span: span, recording: span.IsRecording()}
+	if cs.recording {
+		// The first stage begins when the span did. (Read here rather
+		// than passed to Start: a start-time option costs an allocation
+		// per call.)
+		cs.mark = time.Now().UnixNano()
+	}
+	return cs
 }
 
 // event adds the event of the stage that began at c.mark and ends at at,
@@ -162,7 +168,7 @@ func (t *tracer) callEnd(ex runtime.Execution, d runtime.CallDone) {
 			span.SetAttributes(attribute.String("gen_ai.tool.call.result", res.Text()))
 		}
 	}
-	span.End(trace.WithTimestamp(time.Unix(0, d.At.UnixNano())))
+	span.End()
 }
 
 // callAborted records a turn's call that never started (R97).

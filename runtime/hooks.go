@@ -264,6 +264,7 @@ func WithHooks(h Hooks) Option {
 // (execState.span) only when some field a call reaches is set.
 type hookSet struct {
 	reg          *Registry
+	calls        bool // some field a call reaches is set (forCalls)
 	opened       []func(*Registry) error
 	closed       []func(*Registry)
 	callStart    []func(context.Context, CallInfo) context.Context
@@ -295,6 +296,7 @@ func (r *Registry) installHooks() {
 	if len(subs) > 0 {
 		r.subs.Store(&subs)
 	}
+	h.calls = len(h.callStart)+len(h.callStage)+len(h.callFinished)+len(h.callEnd) > 0
 	if len(h.opened)+len(h.closed)+len(h.callStart)+len(h.callStage)+len(h.callFinished)+len(h.callEnd)+
 		len(h.callAborted)+len(h.callRefused)+len(h.turnStart)+len(h.turnEnd) > 0 {
 		r.hooks = h
@@ -337,7 +339,7 @@ func (h *hookSet) add(x Hooks) {
 // forCalls is what a call entering now keeps (execState.span): the hooks,
 // when any point of a call has one.
 func (h *hookSet) forCalls() *hookSet {
-	if h == nil || len(h.callStart)+len(h.callStage)+len(h.callFinished)+len(h.callEnd) == 0 {
+	if h == nil || !h.calls {
 		return nil
 	}
 	return h

@@ -36,7 +36,12 @@ type pointKey struct{}
 // hooks records every field of Hooks.
 func (l *pointLog) hooks() runtime.Hooks {
 	return runtime.Hooks{
-		Opened: func(r *runtime.Registry) error { l.mu.Lock(); l.opened = append(l.opened, r); l.mu.Unlock(); return nil },
+		Opened: func(r *runtime.Registry) error {
+			l.mu.Lock()
+			l.opened = append(l.opened, r)
+			l.mu.Unlock()
+			return nil
+		},
 		Closed: func(r *runtime.Registry) { l.mu.Lock(); l.closed = append(l.closed, r); l.mu.Unlock() },
 		CallStart: func(ctx context.Context, c runtime.CallInfo) context.Context {
 			l.add(c.CallID, "start")
