@@ -333,3 +333,36 @@ func TestHooks_NoAllocationsPerCall(t *testing.T) {
 	assert.Equal(t, none, allocs(runtime.WithHooks(runtime.Hooks{CallRefused: func(runtime.Code) {}})), "registry-level hooks cost a call nothing")
 	assert.Equal(t, none, allocs(runtime.WithHooks(nop)), "call hooks that do nothing allocate nothing")
 }
+
+// A turn aborted while it runs: every call that started ends (CallEnd
+// once), and every other call is reported aborted, never both.
+func TestHooks_AbortedTurnEndsEveryStartedCall(t *testing.T) {
+	log := newPointLog()
+	reg := r3Reg(t, runtime.WithHooks(log.hooks()))
+	s := r3Scope(t, reg, "agent")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r3M(s.Register(nestTool("cancel", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		cancel()
+		return "c", nil
+	})))
+	r3M(s.Register(nestTool("par", true, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) { return "p", nil })))
+	calls := []runtime.TurnCall{{ID: "0", Name: "par"}, {ID: "1", Name: "cancel"}, {ID: "2", Name: "par"}, {ID: "3", Name: "par"}, {ID: "4", Name: "cancel"}}
+	_, err := s.ExecuteTurn(ctx, calls)
+	require.NoError(t, err)
+	require.NoError(t, reg.Close(context.Background()))
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	for _, c := range calls {
+		got := log.points[c.ID]
+		if len(got) == 1 {
+			assert.Equal(t, []string{"aborted"}, got, c.ID)
+			continue
+		}
+		require.NotEmpty(t, got, c.ID)
+		assert.Equal(t, "start", got[0], c.ID)
+		assert.Equal(t, []string{"finished", "end"}, got[len(got)-2:], c.ID)
+		assert.NotContains(t, got, "aborted", c.ID)
+	}
+	assert.Equal(t, []string{"aborted"}, log.points["4"], "the call after the cancelling one never started")
+}
