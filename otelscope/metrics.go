@@ -186,7 +186,7 @@ func (m *meter) callFinished(ex runtime.Execution, d runtime.CallDone) {
 		tool = ex.Name()
 	}
 	dur, wait := m.durationOpts(tool, outcome)
-	m.duration.Record(ctx, float64(d.At.UnixNano()-d.EnteredAt.UnixNano())/1e9, dur...)
+	m.duration.Record(ctx, float64(d.Now().UnixNano()-d.EnteredAt.UnixNano())/1e9, dur...)
 	if !d.DispatchDoneAt.IsZero() && !d.StartedAt.Before(d.EnteredAt) {
 		m.wait.Record(ctx, float64(d.StartedAt.UnixNano()-d.EnteredAt.UnixNano())/1e9, wait...)
 	}

@@ -70,7 +70,7 @@ func (t *tracer) callStart(ctx context.Context, c runtime.CallInfo) context.Cont
 		// The first stage begins when the span did. (Read here rather
 		// than passed to Start: a start-time option costs an allocation
 		// per call.)
-		cs.mark = time.Now().UnixNano()
+		cs.mark = c.Now().UnixNano()
 	}
 	return cs
 }
@@ -89,7 +89,7 @@ func (c *callSpan) event(name string, at time.Time, extra ...attribute.KeyValue)
 func (t *tracer) callStage(ex runtime.Execution, st runtime.CallStage) {
 	c := spanOf(ex)
 	if c == nil || !c.recording {
-		return
+		return // not sampled: no clock read either
 	}
 	switch st.Stage {
 	case runtime.StageResolved:
@@ -97,21 +97,21 @@ func (t *tracer) callStage(ex runtime.Execution, st runtime.CallStage) {
 			c.span.SetAttributes(attribute.String("gen_ai.tool.description", st.Description))
 		}
 	case runtime.StageGate, runtime.StageDispatching, runtime.StagePostStart:
-		c.mark = st.At.UnixNano()
+		c.mark = st.Now().UnixNano()
 	case runtime.StagePreExecute:
-		c.event("pre_execute", st.At, attrHooks.Int(st.Hooks), attrDecision.String(decision(st)))
+		c.event("pre_execute", st.Now(), attrHooks.Int(st.Hooks), attrDecision.String(decision(st)))
 	case runtime.StageApproval:
-		c.event("approval", st.At)
+		c.event("approval", st.Now())
 	case runtime.StageGuards:
-		c.event("guards", st.At, attrDenied.Bool(st.Denied))
+		c.event("guards", st.Now(), attrDenied.Bool(st.Denied))
 	case runtime.StageAdmitted:
-		ns := st.At.UnixNano()
+		ns := st.Now().UnixNano()
 		c.span.AddEvent("admitted", trace.WithAttributes(attrAdmissionWait.Float64(float64(ns-c.mark)/1e9)), trace.WithTimestamp(time.Unix(0, ns)))
 		c.mark = ns
 	case runtime.StageDispatched:
-		c.event("dispatch", st.At, attrHooks.Int(st.Hooks), attrBodyInvoked.Bool(st.BodyInvoked))
+		c.event("dispatch", st.Now(), attrHooks.Int(st.Hooks), attrBodyInvoked.Bool(st.BodyInvoked))
 	case runtime.StagePostExecute:
-		c.event("post_execute", st.At, attrHooks.Int(st.Hooks))
+		c.event("post_execute", st.Now(), attrHooks.Int(st.Hooks))
 	}
 }
 
@@ -133,7 +133,7 @@ func decision(st runtime.CallStage) string {
 // callFinished marks the start of the observers.
 func (t *tracer) callFinished(ex runtime.Execution, d runtime.CallDone) {
 	if c := spanOf(ex); c != nil && c.recording {
-		c.mark = d.At.UnixNano()
+		c.mark = d.Now().UnixNano()
 	}
 }
 
@@ -148,7 +148,7 @@ func (t *tracer) callEnd(ex runtime.Execution, d runtime.CallDone) {
 		span.End()
 		return
 	}
-	c.event("observers", d.At, attrHooks.Int(d.Observers))
+	c.event("observers", d.Now(), attrHooks.Int(d.Observers))
 	if d.Classified {
 		span.SetAttributes(attribute.String("toolscope.mode", d.Mode.String()))
 	}

@@ -107,10 +107,18 @@ type CallInfo struct {
 	Parent Token  // the enclosing execution's token (zero: top level)
 	TurnID string // CallAborted: the turn's id
 	Group  int32  // CallAborted: the call's group in the turn (R92)
-	// At is when the call entered (CallStart: the time
-	// Event.EnteredAt and CallDone.EnteredAt carry).
+	// At is when the call entered (CallStart: the time Event.EnteredAt
+	// and CallDone.EnteredAt carry) or was found never to start
+	// (CallAborted).
 	At time.Time
+
+	reg *Registry // Now's clock
 }
+
+// Now reads the registry's clock, the one every time the registry reports
+// is read by: a hook that stamps something (a span's first stage) reads
+// it here, so that a registry given another clock stamps consistently.
+func (c CallInfo) Now() time.Time { return c.reg.now() }
 
 // TurnInfo identifies a turn to TurnStart and TurnEnd.
 type TurnInfo struct {
@@ -118,8 +126,13 @@ type TurnInfo struct {
 	TurnID string
 	Calls  int
 	Parent Token
-	At     time.Time // when the point was reached
+
+	reg *Registry // Now's clock
 }
+
+// Now reads the registry's clock: the time the point is reached, for a
+// hook that stamps it.
+func (t TurnInfo) Now() time.Time { return t.reg.now() }
 
 // Stage names a point of a call's pipeline (Hooks.CallStage). The stages
 // that end a span of work (StagePreExecute, StageApproval, StageGuards,
@@ -190,8 +203,6 @@ func (s Stage) String() string {
 // apply to its Stage are zero.
 type CallStage struct {
 	Stage Stage
-	// At is when the stage was reached, by the registry's clock.
-	At time.Time
 	// Hooks is how many hooks the stage ran: pre-execute hooks
 	// (StagePreExecute), around hooks (StageDispatched), post-execute hooks
 	// (StagePostExecute).
@@ -206,13 +217,18 @@ type CallStage struct {
 	BodyInvoked bool
 	// Description is the resolved tool's description (StageResolved).
 	Description string
+
+	reg *Registry // Now's clock
 }
+
+// Now reads the registry's clock: the time the stage is reached, for a
+// hook that stamps it. The registry does not read the clock for a stage
+// itself, so a hook that records nothing (a span not sampled) costs no
+// clock read.
+func (st CallStage) Now() time.Time { return st.reg.now() }
 
 // CallDone is a finished call (Hooks.CallFinished and CallEnd).
 type CallDone struct {
-	// At is when the point was reached: the result became final
-	// (CallFinished), the observers returned (CallEnd).
-	At     time.Time
 	Result *Result
 	// Outcome classifies Result as Event.Outcome does; Denied says a
 	// denial (pre-execute, approval or a guard) produced it.
@@ -234,7 +250,14 @@ type CallDone struct {
 	DispatchDoneAt time.Time
 	// Observers is how many result observers run after CallFinished.
 	Observers int
+
+	reg *Registry // Now's clock
 }
+
+// Now reads the registry's clock: the time the point is reached (the
+// result became final, for CallFinished; the observers returned, for
+// CallEnd), for a hook that stamps it or measures the call.
+func (d CallDone) Now() time.Time { return d.reg.now() }
 
 // AdmissionWait is how long a dispatched call waited between entering the
 // registry and its dispatch being admitted (0 for a call never
@@ -363,7 +386,8 @@ func (s *Subscription) deliverSync(e Event) {
 }
 
 // now is the registry's clock: every time the runtime stamps (events,
-// stages, durations) is read here.
+// stages, durations) is read here. r may be nil (a CallStage or CallInfo
+// built outside the registry).
 func (r *Registry) now() time.Time { return time.Now() }
 
 // Queued reports the calls waiting for admission across the registry's
@@ -425,7 +449,7 @@ func (h *hookSet) refused(code Code) {
 // startSpan runs the CallStart hooks for s (initExec, once its identity
 // and entry time are set) and returns the ctx the call runs under.
 func (h *hookSet) startSpan(ctx context.Context, s *execState) context.Context {
-	c := CallInfo{CallID: s.callID, Tool: s.name, Scope: s.agent, Parent: s.parent, At: unixTime(s.enteredAt)}
+	c := CallInfo{CallID: s.callID, Tool: s.name, Scope: s.agent, Parent: s.parent, At: unixTime(s.enteredAt), reg: s.reg}
 	for _, f := range h.callStart {
 		ctx = h.startOne(f, ctx, c)
 	}
@@ -441,13 +465,13 @@ func (h *hookSet) startOne(f func(context.Context, CallInfo) context.Context, ct
 	return out
 }
 
-// stage runs the CallStage hooks with st, stamped now.
+// stage runs the CallStage hooks with st.
 func (s *execState) stage(st CallStage) {
 	h := s.span
 	if len(h.callStage) == 0 {
 		return
 	}
-	st.At = s.reg.now()
+	st.reg = s.reg
 	for _, f := range h.callStage {
 		h.stageOne(f, Execution{s}, st)
 	}
@@ -518,10 +542,10 @@ func (s *execState) spanPostStart() { s.stage(CallStage{Stage: StagePostStart}) 
 
 func (s *execState) spanPost(n int) { s.stage(CallStage{Stage: StagePostExecute, Hooks: n}) }
 
-// done describes s, finished with res, at the time at.
-func (s *execState) done(res *Result, observers int, at time.Time) CallDone {
+// done describes s, finished with res.
+func (s *execState) done(res *Result, observers int) CallDone {
 	d := CallDone{
-		At: at, Result: res, Denied: s.denied, Mode: s.mode, Classified: s.classified,
+		reg: s.reg, Result: res, Denied: s.denied, Mode: s.mode, Classified: s.classified,
 		EnteredAt: unixTime(s.enteredAt), StartedAt: unixTime(s.startedAt), DispatchDoneAt: unixTime(s.dispatchEnd),
 		Observers: observers,
 	}
@@ -552,7 +576,7 @@ func (s *execState) spanObserversStart(res *Result, n int) {
 	if len(h.callFinished) == 0 {
 		return
 	}
-	d := s.done(res, n, s.reg.now())
+	d := s.done(res, n)
 	for _, f := range h.callFinished {
 		h.doneOne("CallFinished", f, Execution{s}, d)
 	}
@@ -564,7 +588,7 @@ func (s *execState) endSpan(res *Result, n int) {
 	if len(h.callEnd) == 0 {
 		return
 	}
-	d := s.done(res, n, s.reg.now())
+	d := s.done(res, n)
 	for _, f := range h.callEnd {
 		h.doneOne("CallEnd", f, Execution{s}, d)
 	}
@@ -582,7 +606,7 @@ func (r *Registry) startTurnSpan(ctx context.Context, tr *turnRun) (context.Cont
 	if h == nil || len(h.turnStart)+len(h.turnEnd) == 0 {
 		return ctx, nil
 	}
-	t := tr.info(r.now())
+	t := tr.info()
 	for _, f := range h.turnStart {
 		ctx = h.turnStartOne(f, ctx, t)
 	}
@@ -601,8 +625,8 @@ func (h *hookSet) turnStartOne(f func(context.Context, TurnInfo) context.Context
 	return out
 }
 
-func (tr *turnRun) info(at time.Time) TurnInfo {
-	return TurnInfo{Scope: tr.agent, TurnID: tr.o.id, Calls: len(tr.calls), Parent: tr.o.parent, At: at}
+func (tr *turnRun) info() TurnInfo {
+	return TurnInfo{Scope: tr.agent, TurnID: tr.o.id, Calls: len(tr.calls), Parent: tr.o.parent, reg: tr.reg}
 }
 
 // turnSpan is a turn as its TurnEnd hooks see it: End reports it over.
@@ -612,7 +636,7 @@ type turnSpan turnRun
 func (ts *turnSpan) End() {
 	tr := (*turnRun)(ts)
 	h := tr.reg.hooks
-	t := tr.info(tr.reg.now())
+	t := tr.info()
 	for _, f := range h.turnEnd {
 		func() {
 			defer h.recover("TurnEnd")
@@ -628,7 +652,7 @@ func (r *Registry) syntheticSpan(tr *turnRun, i int) {
 		return
 	}
 	c := CallInfo{CallID: tr.calls[i].ID, Tool: tr.calls[i].Name, Scope: tr.agent, Parent: tr.o.parent,
-		TurnID: tr.o.id, Group: tr.group, At: r.now()}
+		TurnID: tr.o.id, Group: tr.group, At: r.now(), reg: r}
 	for _, f := range h.callAborted {
 		func() {
 			defer h.recover("CallAborted")
