@@ -26,6 +26,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/toolscope/toolscope/otelscope"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -39,16 +40,16 @@ var obsVariants = []obsVariant{
 	{"none", func() ([]runtime.Option, func()) { return nil, func() {} }},
 	{"nosample", func() ([]runtime.Option, func()) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
-		return []runtime.Option{runtime.WithTracerProvider(tp)}, func() { _ = tp.Shutdown(context.Background()) }
+		return []runtime.Option{runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp)))}, func() { _ = tp.Shutdown(context.Background()) }
 	}},
 	{"spans", func() ([]runtime.Option, func()) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 			sdktrace.WithSpanProcessor(sdktrace.NewSimpleSpanProcessor(discardExporter{})))
-		return []runtime.Option{runtime.WithTracerProvider(tp)}, func() { _ = tp.Shutdown(context.Background()) }
+		return []runtime.Option{runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp)))}, func() { _ = tp.Shutdown(context.Background()) }
 	}},
 	{"metrics", func() ([]runtime.Option, func()) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		return []runtime.Option{runtime.WithMeterProvider(mp)}, func() { _ = mp.Shutdown(context.Background()) }
+		return []runtime.Option{runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp)))}, func() { _ = mp.Shutdown(context.Background()) }
 	}},
 }
 

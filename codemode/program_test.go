@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/toolscope/toolscope/codemode"
+	"github.com/toolscope/toolscope/otelscope"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -385,7 +386,7 @@ parallel([("read", {"path": "b"}), ("list_files", {})])`))
 func TestProgram_InnerCallsAreChildrenInTraces(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	_, s := setup(t, codemode.Config{}, runtime.WithTracerProvider(tp))
+	_, s := setup(t, codemode.Config{}, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp))))
 	valueOf(t, runCode(t, s, `read(path="a")
 parallel([("read", {"path": "b"})])`))
 	byCall := map[string]sdktrace.ReadOnlySpan{}

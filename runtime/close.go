@@ -145,20 +145,20 @@ func (c *callCtx) release() {
 func (r *Registry) enterCall(node *core.Node) *Result {
 	if r.closed.Load() {
 		// CLOSED before OVERLOADED: a full queue says nothing once Close began.
-		if r.metrics != nil {
-			r.metrics.recordFailure(CodeClosed)
+		if r.hooks != nil {
+			r.hooks.refused(CodeClosed)
 		}
 		return closedResult()
 	}
 	if r.cfg.maxQueued > 0 && r.overloaded(node) {
-		if r.metrics != nil {
-			r.metrics.recordFailure(CodeOverloaded)
+		if r.hooks != nil {
+			r.hooks.refused(CodeOverloaded)
 		}
 		return overloadedResult()
 	}
 	if !r.enter() {
-		if r.metrics != nil {
-			r.metrics.recordFailure(CodeClosed)
+		if r.hooks != nil {
+			r.hooks.refused(CodeClosed)
 		}
 		return closedResult()
 	}
@@ -339,8 +339,8 @@ func (r *Registry) shutdown() {
 	}
 	r.global.stop()
 	r.closeSubscriptions()
-	if r.metrics != nil {
-		_ = r.metrics.reg.Unregister()
+	if r.hooks != nil {
+		r.hooks.close()
 	}
 	r.workers.close()
 }

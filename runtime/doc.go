@@ -89,16 +89,15 @@
 // # Observability
 //
 // Registry.Subscribe delivers typed events (calls, turns, registry changes)
-// asynchronously through a bounded buffer. WithTracerProvider records an
-// OpenTelemetry span per call (GenAI tool-execution conventions), with turns
-// as parents and nested calls as children; WithMeterProvider records call
-// durations, admission waits, in-flight and queued calls and failures by
-// outcome, by tool name (a call to a name that resolves to no tool is
-// recorded under UnknownToolMetricName, so the series stay bounded by the
-// registered tools); WithLogger receives the registry's warnings;
-// WithHooks' Event receives every typed event in place (package actors
-// republishes them as protobuf events). Nothing is built for any of them
-// while it is not configured.
+// asynchronously through a bounded buffer. WithHooks is the one seam every
+// observer hangs off: optional functions called in place at each point of a
+// call (its start, which may give the call a ctx, each stage, its finish and
+// end), of a turn and of the registry, in the shape of
+// net/http/httptrace.ClientTrace. Package otelscope records OpenTelemetry
+// spans and metrics through it; this package imports no OpenTelemetry code.
+// WithLogger receives the registry's warnings; WithHooks' Event receives every
+// typed event in place (package actors republishes them as protobuf events).
+// Nothing is built for any of them while it is not configured.
 //
 // # Actors and messages
 //

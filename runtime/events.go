@@ -1,7 +1,5 @@
 package runtime
 
-import "time"
-
 // Execution events: every call delivers exactly one ExecutionStarted and
 // one ExecutionFinished typed event (a turn's synthetic aborted calls
 // included) to Hooks.Event and the subscriptions. A dispatched call is
@@ -10,10 +8,10 @@ import "time"
 // start stamped with its entry time.
 
 func (r *Registry) emitStarted(s *execState) {
-	if s.startedSent || (s.typed == nil && r.metrics == nil) {
+	if s.startedSent || (s.typed == nil && s.span == nil) {
 		return
 	}
-	r.publishStarted(s, time.Now().UnixNano())
+	r.publishStarted(s, r.now().UnixNano())
 }
 
 func (r *Registry) publishStarted(s *execState, at int64) {
@@ -31,11 +29,11 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 	if !s.startedSent {
 		at := s.enteredAt
 		if at == 0 {
-			at = time.Now().UnixNano()
+			at = r.now().UnixNano()
 		}
 		r.publishStarted(s, at)
 	}
-	e := execEvent(ExecutionFinished, s, time.Now().UnixNano())
+	e := execEvent(ExecutionFinished, s, r.now().UnixNano())
 	e.IsError, e.Code = res.isError, res.errCode
 	switch {
 	case !res.isError:
@@ -53,10 +51,7 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 // emitSynthetic publishes the event pair of a turn call that never started
 // (R97): it bypasses the registry, but the record of calls stays complete.
 func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32, parent Token) {
-	if r.metrics != nil {
-		r.metrics.recordFailure(CodeAbortedBeforeDispatch)
-	}
-	now := time.Now().UnixNano()
+	now := r.now().UnixNano()
 	if subs := r.typedListeners(); len(subs) > 0 {
 		t := unixTime(now)
 		e := Event{Kind: ExecutionStarted, At: t, CallID: callID, Tool: tool, Scope: scope, Parent: parent,

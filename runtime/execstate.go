@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/toolscope/toolscope/internal/core"
 	"github.com/toolscope/toolscope/internal/jsonv"
@@ -58,7 +57,7 @@ type execState struct {
 	startedAt   int64
 	dispatchEnd int64           // when around+body returned (0: never dispatched)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
-	span        *execSpan       // the execution's span and its stages, when tracing (trace.go)
+	span        *hookSet        // the registry's hooks, taken at entry when a call has any (hooks.go); nil: none
 	group       int32
 	holdExcl    bool
 	holdSlot    bool
@@ -66,18 +65,19 @@ type execState struct {
 	classified  bool
 	denied      bool
 	startedSent bool
+	// hookAdmitted and hookDispatching: StageAdmitted and StageDispatching
+	// were reported (hooks.go).
+	hookAdmitted    bool
+	hookDispatching bool
 }
 
 // cx is the execution's ctx: the caller's (or turn's), carrying it.
 func (s *execState) cx() context.Context { return &s.ectx }
 
+// initExec fills a zero execState in place (a turn allocates all of its
 // executions at once).
 func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, call Call) {
 	s.reg = r
-	if r.cfg.tracer != nil {
-		ctx = r.startSpan(ctx, s, call.ID, call.Name)
-	}
-	s.ectx = execCtx{Context: ctx, s: s}
 	s.callID = call.ID
 	s.rootID = call.RootID
 	s.name = call.Name
@@ -88,12 +88,17 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		s.rootID = s.callID
 	}
 	s.typed = r.typedListeners()
-	if s.typed != nil || r.metrics != nil {
-		s.enteredAt = time.Now().UnixNano()
+	s.span = r.hooks.forCalls()
+	if s.typed != nil || s.span != nil {
+		s.enteredAt = r.now().UnixNano()
 	}
 	if node == nil {
 		s.agent = ""
 	}
+	if s.span != nil {
+		ctx = s.span.startSpan(ctx, s)
+	}
+	s.ectx = execCtx{Context: ctx, s: s}
 	// R44: entry capture of the finalizer, from one load of the chain.
 	s.chain = core.Load(r.global.node, node)
 	if td, ok := r.lookup(&s.chain, call.Name); ok {

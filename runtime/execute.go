@@ -68,8 +68,6 @@ type singleExec struct {
 	cctx callCtx
 }
 
-// initExec fills a zero execState in place (a turn allocates all of its
-
 // gate is the admission of dispatch, supplied by the caller: the scope's
 // supervisor for single calls, the turn scheduler for turns.
 type gate interface {

@@ -321,7 +321,7 @@ func (r *Registry) emitTurn(kind EventKind, tr *turnRun, res *TurnResult, err er
 	if len(subs) == 0 {
 		return
 	}
-	e := Event{Kind: kind, At: time.Now(), Scope: tr.agent, TurnID: tr.o.id, Calls: len(tr.calls), Parent: tr.o.parent, Err: err}
+	e := Event{Kind: kind, At: r.now(), Scope: tr.agent, TurnID: tr.o.id, Calls: len(tr.calls), Parent: tr.o.parent, Err: err}
 	if res != nil {
 		e.Concluded = res.Concluded
 	}
@@ -331,6 +331,6 @@ func (r *Registry) emitTurn(kind EventKind, tr *turnRun, res *TurnResult, err er
 // emitChanged publishes RegistryChanged to the typed subscribers.
 func (r *Registry) emitChanged() {
 	if subs := r.typedListeners(); len(subs) > 0 {
-		deliverTyped(subs, Event{Kind: RegistryChanged, At: time.Now()})
+		deliverTyped(subs, Event{Kind: RegistryChanged, At: r.now()})
 	}
 }

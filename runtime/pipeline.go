@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/toolscope/toolscope/internal/core"
 )
@@ -202,7 +200,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	}
 	r.emitStarted(s)
 	if s.startedSent {
-		defer func() { s.dispatchEnd = time.Now().UnixNano() }()
+		defer func() { s.dispatchEnd = r.now().UnixNano() }()
 	}
 	if len(h.around) == 0 {
 		// No wrapper: the base result is this execution's own (R65).
@@ -296,12 +294,9 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	}
 	res.stamp = nil
 	r.emitFinished(s, res)
-	if r.metrics != nil {
-		r.metrics.recordCall(context.Background(), s, res)
-	}
 	if s.span != nil {
-		s.spanObserversStart(len(h.result))
-		defer s.endSpan(res) // after the observers: the span covers the whole call
+		s.spanObserversStart(res, len(h.result))
+		defer s.endSpan(res, len(h.result)) // after the observers: the span covers the whole call
 	}
 	r.observe(s, h.result, res)
 	return res

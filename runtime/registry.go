@@ -7,9 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/toolscope/toolscope/internal/core"
 )
 
@@ -31,8 +28,8 @@ type Registry struct {
 	prependSeq atomic.Int64
 
 	workers *workerPool
-	nest    nestState        // nested admission (nesting.go)
-	metrics *registryMetrics // nil: no metrics (metrics.go)
+	nest    nestState // nested admission (nesting.go)
+	hooks   *hookSet  // nil: no hooks but Event (hooks.go)
 	// subs are the typed event subscriptions (observe.go), copy on write.
 	subsMu sync.Mutex
 	subs   atomic.Pointer[[]*Subscription]
@@ -56,19 +53,16 @@ type scopeRec struct {
 }
 
 type config struct {
-	maxParallel   int
-	turnSeams     *turnSeams // tests only (turn_export_test.go)
-	approver      Approver
-	errorHandler  func(error)
-	logger        *slog.Logger
-	events        bool
-	maxQueued     int          // 0: unbounded (overload.go)
-	timeouts      bool         // enforce declared timeouts (WithTimeouts)
-	tracer        trace.Tracer // nil: no spans (trace.go)
-	traceContent  bool
-	meterProvider metric.MeterProvider                 // nil: no metrics (metrics.go)
-	codeFactory   func(*Registry) (RunCodeTool, error) // WithCodeMode (codemode.go)
-	presentation  Presentation                         // WithDefaultPresentation
+	maxParallel  int
+	turnSeams    *turnSeams // tests only (turn_export_test.go)
+	approver     Approver
+	errorHandler func(error)
+	logger       *slog.Logger
+	events       bool
+	maxQueued    int                                  // 0: unbounded (overload.go)
+	timeouts     bool                                 // enforce declared timeouts (WithTimeouts)
+	codeFactory  func(*Registry) (RunCodeTool, error) // WithCodeMode (codemode.go)
+	presentation Presentation                         // WithDefaultPresentation
 	// maxSchemaBytes and maxArgBytes bound schema and argument text
 	// (bounds.go); 0: the defaults.
 	maxSchemaBytes int
@@ -162,8 +156,8 @@ func New(opts ...Option) (*Registry, error) {
 		_ = r.Close(context.Background())
 		return nil, err
 	}
-	if cfg.meterProvider != nil {
-		if err := r.initMetrics(cfg.meterProvider); err != nil {
+	if r.hooks != nil {
+		if err := r.hooks.open(); err != nil {
 			_ = r.Close(context.Background())
 			return nil, err
 		}

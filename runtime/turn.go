@@ -283,7 +283,7 @@ func (tr *turnRun) run(ctx context.Context) (*TurnResult, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	tr.t = t
-	ctx, span := r.startTurnSpan(ctx, tr.agent, tr.o.id, len(tr.calls))
+	ctx, span := r.startTurnSpan(ctx, tr)
 	if span != nil {
 		defer span.End()
 	}
@@ -406,7 +406,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 			tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, id}, TurnEvent{ResultRecorded, id})
 			tr.out.Results[i] = abortedBeforeDispatch()
 			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group, tr.o.parent)
-			r.syntheticSpan(tr.ctx, id, tr.calls[i].Name)
+			r.syntheticSpan(tr, i)
 		case sched.Wait:
 			if tr.done.Load() != nil {
 				continue

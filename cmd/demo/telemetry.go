@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/toolscope/toolscope/otelscope"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -62,7 +63,7 @@ func startTelemetry(cfg config) (*telemetry, []runtime.Option, error) {
 		t.served = make(chan error, 1)
 		go func() { t.served <- t.srv.Serve(l) }()
 		t.MetricsURL = "http://" + l.Addr().String() + "/metrics"
-		opts = append(opts, runtime.WithMeterProvider(t.mp))
+		opts = append(opts, runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(t.mp))))
 	}
 	if cfg.TraceFile != "" {
 		f, err := os.Create(cfg.TraceFile)
@@ -73,7 +74,7 @@ func startTelemetry(cfg config) (*telemetry, []runtime.Option, error) {
 		t.traces = &otlpFileExporter{f: f}
 		t.TraceFile = cfg.TraceFile
 		t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(t.traces), sdktrace.WithResource(res))
-		opts = append(opts, runtime.WithTracerProvider(t.tp))
+		opts = append(opts, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(t.tp))))
 	}
 	return t, opts, nil
 }

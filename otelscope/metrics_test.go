@@ -1,4 +1,4 @@
-package runtime_test
+package otelscope_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/toolscope/toolscope/otelscope"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -43,7 +44,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metr
 func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp))))
 	g := reg.Global()
 	r3M(g.Register(r3Const("ok", "x")))
 	r3M(g.Register(r3Tool("bad", func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
@@ -65,7 +66,7 @@ func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 		counts[tool.AsString()+"/"+outcome.AsString()] += dp.Count
 		assert.Equal(t, 2, dp.Attributes.Len(), "only tool and outcome: bounded cardinality")
 	}
-	assert.Equal(t, map[string]uint64{"ok/ok": 3, "bad/tool_error": 1, runtime.UnknownToolMetricName + "/UNKNOWN_TOOL": 1}, counts)
+	assert.Equal(t, map[string]uint64{"ok/ok": 3, "bad/tool_error": 1, otelscope.UnknownToolMetricName + "/UNKNOWN_TOOL": 1}, counts)
 
 	wait, ok := ms["toolscope.admission.wait"].Data.(metricdata.Histogram[float64])
 	require.True(t, ok)
@@ -112,7 +113,7 @@ func TestMetrics_PrometheusScrape(t *testing.T) {
 	require.NoError(t, err)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	defer mp.Shutdown(context.Background())
-	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp))))
 	g := reg.Global()
 	r3M(g.Register(r3Const("ok", "x")))
 	r3M(g.Register(r3Tool("bad", func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
@@ -153,7 +154,7 @@ func TestMetrics_PrometheusScrape(t *testing.T) {
 func TestMetrics_SecondsBuckets(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp))))
 	r3M(reg.Global().Register(r3Const("ok", "x")))
 	reg.Global().Execute(context.Background(), runtime.Call{ID: "a", Name: "ok"})
 	ms := collect(t, reader)
@@ -171,7 +172,7 @@ func TestMetrics_SecondsBuckets(t *testing.T) {
 func ExampleWithMeterProvider() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	reg, err := runtime.New(runtime.WithMeterProvider(mp))
+	reg, err := runtime.New(runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func ExampleWithMeterProvider() {
 
 // The tool name attribute is bounded by the registered tools: a call to a
 // name that resolves to no tool (UNKNOWN_TOOL) is recorded under the one
-// value runtime.UnknownToolMetricName, so thousands of made-up names
+// value otelscope.UnknownToolMetricName, so thousands of made-up names
 // (a model's invention, or a hostile peer's) add one series, not
 // thousands, and a real tool keeps its own series past the SDK's
 // cardinality limit (issue 20, item 11).
@@ -223,7 +224,7 @@ func TestMetrics_ToolNameBoundedByRegisteredTools(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
-	reg := r3Reg(t, runtime.WithMeterProvider(mp))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp))))
 	g := reg.Global()
 	r3M(g.Register(r3Const("real", "x")))
 	const madeUp = 2500 // past the SDK's default limit of 2,000 series per instrument
@@ -245,6 +246,42 @@ func TestMetrics_ToolNameBoundedByRegisteredTools(t *testing.T) {
 			counts[tool.AsString()] += dp.Count
 		}
 		assert.LessOrEqual(t, len(h.DataPoints), 2, "%s: one series for the real tool, one for every unknown name", name)
-		assert.Equal(t, map[string]uint64{"real": 3, runtime.UnknownToolMetricName: madeUp}, counts, name)
+		assert.Equal(t, map[string]uint64{"real": 3, otelscope.UnknownToolMetricName: madeUp}, counts, name)
 	}
+}
+
+// The gauges read the registry (Registry.InFlight, Registry.Queued): a
+// call holding an exclusive admission and one waiting for it are two in
+// flight, one queued; a closed registry's gauges are unregistered.
+func TestMetrics_GaugesReadTheRegistry(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithMeterProvider(mp))))
+	s := r3Scope(t, reg, "agent")
+	entered, release := make(chan struct{}), make(chan struct{})
+	r3M(s.Register(nestTool("slow", false, func(context.Context, json.RawMessage, *runtime.RunContext) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return "slow", nil
+	})))
+	first := nestGo(s, context.Background(), runtime.Call{ID: "1", Name: "slow"})
+	nestAwait(t, entered)
+	second := nestGo(s, context.Background(), runtime.Call{ID: "2", Name: "slow"})
+	eventually(t, func() bool { return reg.Queued() == 1 })
+	gauge := func(name string) []metricdata.DataPoint[int64] {
+		g, ok := collect(t, reader)[name].Data.(metricdata.Gauge[int64])
+		require.True(t, ok, name)
+		return g.DataPoints
+	}
+	require.Len(t, gauge("toolscope.calls.queued"), 1)
+	assert.EqualValues(t, 1, gauge("toolscope.calls.queued")[0].Value)
+	assert.EqualValues(t, 2, gauge("toolscope.calls.in_flight")[0].Value)
+	close(release)
+	nestAwait(t, first)
+	go func() { <-entered }()
+	nestAwait(t, second)
+	require.NoError(t, reg.Close(context.Background()))
+	_, ok := collect(t, reader)["toolscope.calls.queued"]
+	assert.False(t, ok, "a closed registry's gauges are unregistered")
 }

@@ -1,4 +1,4 @@
-package runtime_test
+package otelscope_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolscope/toolscope/otelscope"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -62,7 +63,7 @@ func TestTrace_StageDurationWithinTimeSincePreviousEvent(t *testing.T) {
 	rec := tracetest.NewInMemoryExporter()
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithSyncer(rec))
 	defer sdk.Shutdown(context.Background())
-	reg := r3Reg(t, runtime.WithTracerProvider(lateTracerProvider{TracerProvider: sdk, delay: 3 * time.Millisecond}))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(lateTracerProvider{TracerProvider: sdk, delay: 3 * time.Millisecond}))))
 	s := r3Scope(t, reg, "agent")
 	registerEveryKind(s)
 	for _, name := range []string{"par", "excl", "denied", "outer"} {

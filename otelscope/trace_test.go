@@ -1,4 +1,4 @@
-package runtime_test
+package otelscope_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolscope/toolscope/otelscope"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -33,7 +34,7 @@ func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
 func TestTrace_SpanTreeOfATurn(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	reg := r3Reg(t, runtime.WithTracerProvider(tp), runtime.WithTraceContent(true))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp), otelscope.WithTraceContent(true))))
 	s := r3Scope(t, reg, "agent")
 	registerEveryKind(s)
 
@@ -97,7 +98,7 @@ func TestTrace_SpanTreeOfATurn(t *testing.T) {
 func TestTrace_CodesAndNoCapture(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	reg := r3Reg(t, runtime.WithTracerProvider(tp))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp))))
 	res := reg.Global().Execute(context.Background(), runtime.Call{ID: "g", Name: "ghost", Arguments: json.RawMessage(`{"secret":1}`)})
 	require.Equal(t, runtime.CodeUnknownTool, res.Code())
 	spans := rec.Ended()
@@ -139,7 +140,7 @@ func stageEvent(t *testing.T, sp sdktrace.ReadOnlySpan, name string) (sdktrace.E
 func TestTrace_StageEventsOfATurn(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	reg := r3Reg(t, runtime.WithTracerProvider(tp))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp))))
 	s := r3Scope(t, reg, "agent")
 	registerEveryKind(s)
 	_, err := s.ExecuteTurn(context.Background(), []runtime.TurnCall{
@@ -189,7 +190,7 @@ func TestTrace_StageEventsOfATurn(t *testing.T) {
 func TestTrace_StageEventsHooksAndAdmissionWait(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	reg := r3Reg(t, runtime.WithTracerProvider(tp))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp))))
 	s := r3Scope(t, reg, "agent")
 	entered, release := make(chan struct{}), make(chan struct{})
 	var slowReturned time.Time
@@ -220,7 +221,7 @@ func TestTrace_StageEventsHooksAndAdmissionWait(t *testing.T) {
 	quick := nestGo(s, context.Background(), runtime.Call{ID: "quick", Name: "quick"})
 	// quick waits for slow's exclusive admission; let slow go once quick
 	// is queued.
-	eventually(t, func() bool { return runtime.QueuedForTest(reg) == 1 })
+	eventually(t, func() bool { return reg.Queued() == 1 })
 	close(release)
 	require.False(t, nestAwait(t, slow).IsError())
 	require.False(t, nestAwait(t, quick).IsError())
@@ -256,7 +257,7 @@ func TestTrace_StageEventsHooksAndAdmissionWait(t *testing.T) {
 func ExampleWithTracerProvider() {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	reg, err := runtime.New(runtime.WithTracerProvider(tp))
+	reg, err := runtime.New(runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp))))
 	if err != nil {
 		log.Fatal(err)
 	}
