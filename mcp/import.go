@@ -12,7 +12,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolscope/toolscope/internal/goid"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -181,25 +180,30 @@ type Imported struct {
 
 	// sem serializes syncs (Import's own, Sync, the re-syncs a
 	// notification starts) and Close's teardown: whoever holds it is the
-	// only one changing the registrations. holder is its goroutine, so a
-	// Close or Sync made from one of its own change notifications does not
-	// wait for itself.
-	sem    chan struct{}
-	holder atomic.Uint64
+	// only one changing the registrations. A Sync made with a change
+	// subscriber's ctx does not wait for it (see Sync), and Close does not
+	// wait for a sync that is announcing one of its changes (see
+	// waitQuiet), so neither waits for the sync it may be called from.
+	sem chan struct{}
 
 	// closeCtx ends when Close begins: a re-sync in flight stops at its next
 	// step and a waiting one leaves.
 	closeCtx context.Context
 	cancel   context.CancelFunc
 
-	mu      sync.Mutex
-	closed  bool
-	pending bool // a re-sync is started and has not begun listing yet
-	tools   map[string]*importedTool
-	refused map[string]string // server name → the listing whose calls the server refuses (-32601)
-	order   []string          // server names in the order the server listed them
-	skipped []Skipped
-	wg      sync.WaitGroup // the re-sync goroutines
+	mu     sync.Mutex
+	closed bool
+	// announcing is set while the sync holding sem registers or disposes a
+	// tool, which runs the change subscribers on its goroutine; announced
+	// is closed (and replaced) each time it is set.
+	announcing bool
+	announced  chan struct{}
+	pending    bool // a re-sync is started and has not begun listing yet
+	tools      map[string]*importedTool
+	refused    map[string]string // server name → the listing whose calls the server refuses (-32601)
+	order      []string          // server names in the order the server listed them
+	skipped    []Skipped
+	wg         sync.WaitGroup // the re-sync goroutines
 
 	gone atomic.Bool // the session was seen closed
 
@@ -358,17 +362,18 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 		return nil, fmt.Errorf("mcp: Import: %w", err)
 	}
 	im := &Imported{
-		session: session,
-		group:   group,
-		cfg:     cfg,
-		sem:     make(chan struct{}, 1),
-		tools:   make(map[string]*importedTool),
+		session:   session,
+		group:     group,
+		cfg:       cfg,
+		sem:       make(chan struct{}, 1),
+		announced: make(chan struct{}),
+		tools:     make(map[string]*importedTool),
 	}
 	im.closeCtx, im.cancel = context.WithCancel(context.Background())
 	// Watch before the first listing: a change the server announces while
 	// it is under way starts a re-sync after it.
 	watch(im)
-	if err := im.sync(ctx, cfg.syncTimeout); err != nil {
+	if err := im.sync(ctx, cfg.syncTimeout, false); err != nil {
 		im.Close()
 		return nil, fmt.Errorf("mcp: Import: %w", err)
 	}
@@ -399,14 +404,20 @@ func (im *Imported) Skipped() []Skipped {
 // re-sync after notifications/tools/list_changed does. It waits for a
 // re-sync already under way (or for ctx), and returns the listing's error,
 // or the first registration error, if any. After Close it returns
-// ErrImportClosed. A Sync made from a change subscriber that hears one of a
-// sync's own changes returns an error at once instead of waiting for
-// itself.
+// ErrImportClosed.
+//
+// A change subscriber may be hearing one of a sync's own changes, on that
+// sync's goroutine, so a Sync made with a subscriber's ctx (or one derived
+// from it; see runtime.IsCallbackContext) does not wait: while another sync
+// is under way it fails at once, as a call made with that ctx does when it
+// cannot be admitted at once (R86). A Sync made from a subscriber with an
+// unrelated ctx waits like any other, until that ctx ends if the sync under
+// way is the one announcing the change.
 func (im *Imported) Sync(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("mcp: Sync needs a ctx")
 	}
-	return im.sync(ctx, 0)
+	return im.sync(ctx, 0, runtime.IsCallbackContext(ctx))
 }
 
 // ErrImportClosed is returned by Sync after Close.
@@ -418,8 +429,13 @@ var ErrImportClosed = errors.New("mcp: import closed")
 // once, a registration in progress finishes — so no change of the import
 // happens after Close returns. Close is idempotent. Calls already running
 // finish; later calls of the names find no tool (runtime.CodeUnknownTool).
-// A change subscriber hearing one of a re-sync's own changes may call Close:
-// it disposes the tools at once, and the re-sync stops at its next step.
+// A change subscriber hearing one of a sync's own changes may call Close:
+// Close does not wait for a sync while it announces a change (the sync may
+// be the caller); it disposes the tools at once, and the sync stops at its
+// next step. Disposing the import's owner group is what keeps the promise
+// then: a registration the sync has made is removed with the group, and
+// one it tries afterwards is refused. The announcement under way may still
+// be delivered to the other subscribers when Close returns.
 func (im *Imported) Close() {
 	im.mu.Lock()
 	if im.closed {
@@ -430,18 +446,53 @@ func (im *Imported) Close() {
 	im.mu.Unlock()
 	im.cancel()
 	unwatch(im)
-	if im.holder.Load() != 0 && im.holder.Load() == goid.ID() {
-		// Re-entrant: we are inside a sync's change notification, on its
-		// goroutine. It sees closed at its next step.
-		im.group.Dispose()
-		im.forgetAll()
-		return
-	}
-	im.sem <- struct{}{}
+	held := im.waitQuiet()
 	im.group.Dispose()
 	im.forgetAll()
+	if !held {
+		return
+	}
 	<-im.sem
 	im.wg.Wait()
+}
+
+// waitQuiet waits until no sync holds sem, and takes it (true), or until
+// the sync holding it announces a change (false): Close does not wait for
+// an announcement, which runs change subscribers that may call it. The
+// wait is bounded: the sync's listing ends with Close, and each of its
+// other steps ends or announces.
+func (im *Imported) waitQuiet() bool {
+	for {
+		im.mu.Lock()
+		if im.announcing {
+			im.mu.Unlock()
+			return false
+		}
+		announced := im.announced
+		im.mu.Unlock()
+		select {
+		case im.sem <- struct{}{}:
+			return true
+		case <-announced:
+		}
+	}
+}
+
+// announce runs change, a registration or a disposal of the sync that holds
+// sem, whose change subscribers run on this goroutine, marked as an
+// announcement for Close.
+func (im *Imported) announce(change func()) {
+	im.mu.Lock()
+	im.announcing = true
+	close(im.announced)
+	im.announced = make(chan struct{})
+	im.mu.Unlock()
+	defer func() {
+		im.mu.Lock()
+		im.announcing = false
+		im.mu.Unlock()
+	}()
+	change()
 }
 
 // forgetAll empties the import's record of its tools (they are disposed).
@@ -468,7 +519,7 @@ func (im *Imported) resyncSoon() {
 		// Waiting for a sync under way is bounded by Close only (giving up
 		// could miss the change this re-sync is for); the re-sync's own
 		// work by WithSyncTimeout.
-		if err := im.sync(im.closeCtx, im.cfg.syncTimeout); err != nil && !errors.Is(err, ErrImportClosed) && im.cfg.onError != nil {
+		if err := im.sync(im.closeCtx, im.cfg.syncTimeout, false); err != nil && !errors.Is(err, ErrImportClosed) && im.cfg.onError != nil {
 			im.cfg.onError(fmt.Errorf("mcp: re-sync of the tool list: %w", err))
 		}
 	}()
@@ -476,29 +527,33 @@ func (im *Imported) resyncSoon() {
 
 // sync lists the tools and applies the differences, one sync at a time.
 // ctx bounds the wait for the sync under way and the work; timeout, if
-// positive, bounds the work once it begins.
-func (im *Imported) sync(ctx context.Context, timeout time.Duration) error {
-	me := goid.ID()
-	if me != 0 && im.holder.Load() == me {
-		return errors.New("mcp: Sync called from a change notification of the import's own sync")
+// positive, bounds the work once it begins. With noWait it does not wait
+// for a sync under way but fails (Sync made with a subscriber's ctx).
+func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool) error {
+	if noWait {
+		select {
+		case im.sem <- struct{}{}:
+		default:
+			if im.closeCtx.Err() != nil {
+				return ErrImportClosed
+			}
+			return errSyncFromCallback
+		}
+	} else {
+		select {
+		case im.sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-im.closeCtx.Done():
+			return ErrImportClosed
+		}
 	}
-	select {
-	case im.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-im.closeCtx.Done():
-		return ErrImportClosed
-	}
+	defer func() { <-im.sem }()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	im.holder.Store(me)
-	defer func() {
-		im.holder.Store(0)
-		<-im.sem
-	}()
 	im.mu.Lock()
 	im.pending = false
 	closed := im.closed
@@ -519,16 +574,30 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration) error {
 		if im.closeCtx.Err() != nil {
 			return ErrImportClosed
 		}
-		if noTools(im.session, err) {
-			return im.apply(nil)
+		if !noTools(im.session, err) {
+			if closedForGood(err) {
+				im.gone.Store(true)
+			}
+			return fmt.Errorf("listing tools: %w", err)
 		}
-		if closedForGood(err) {
-			im.gone.Store(true)
-		}
-		return fmt.Errorf("listing tools: %w", err)
+		listed = nil
 	}
-	return im.apply(listed)
+	if err := im.apply(listed); err != nil {
+		if im.closeCtx.Err() != nil {
+			// Close ran meanwhile (say from a subscriber): the group is
+			// disposed, so a registration was refused with
+			// runtime.ErrScopeDisposed.
+			return ErrImportClosed
+		}
+		return err
+	}
+	return nil
 }
+
+// errSyncFromCallback is Sync's failure when it is made with a change
+// subscriber's ctx while another sync is under way.
+var errSyncFromCallback = errors.New("mcp: Sync was made with a change subscriber's ctx while a sync is under way: " +
+	"the subscriber may be hearing that sync's own change, on its goroutine, so Sync does not wait for it (R86)")
 
 // list fetches every tools/list page, within WithListLimits' bounds and
 // refusing a nextCursor it has already sent.
@@ -621,7 +690,7 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 			return ErrImportClosed
 		}
 		im.forget(server)
-		current[server].dispose()
+		im.announce(current[server].dispose)
 	}
 
 	// Additions and replacements, in the server's order. A changed tool's
@@ -639,7 +708,7 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 		def, err := im.definition(w.tool, w.name)
 		if had {
 			im.forget(w.tool.Name)
-			old.dispose()
+			im.announce(old.dispose)
 		}
 		if err != nil {
 			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
@@ -654,7 +723,8 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 				continue
 			}
 		}
-		dispose, err := im.group.Register(def)
+		var dispose func()
+		im.announce(func() { dispose, err = im.group.Register(def) })
 		if err != nil {
 			if errors.Is(err, runtime.ErrScopeDisposed) {
 				return err

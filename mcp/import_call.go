@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolscope/toolscope/internal/jsonv"
+	"github.com/toolscope/toolscope/lossless"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -168,7 +168,7 @@ func (sc *servedContent) keep(rc *runtime.RunContext, args []byte, v any, conten
 	if !ok || rc == nil {
 		return
 	}
-	canonical, err := jsonv.Encode(raw)
+	canonical, err := lossless.Canonical(raw)
 	if err != nil {
 		return // success creation refuses the value
 	}

@@ -882,8 +882,9 @@ func TestImport_R93_TurnOverlapsReadOnlyCalls(t *testing.T) {
 	}
 }
 
-// A Sync from a change subscriber hearing a sync's own change returns an
-// error at once instead of waiting for the sync it is inside.
+// A Sync made with the ctx of a change subscriber hearing a sync's own
+// change (here derived from it, with a deadline) returns an error at once
+// instead of waiting for the sync it is inside.
 func TestImport_R86_SyncFromSubscriberDoesNotWait(t *testing.T) {
 	// A server declares the tools capability, and so sends
 	// list_changed, only if it has tools when the client connects.
@@ -893,8 +894,8 @@ func TestImport_R86_SyncFromSubscriberDoesNotWait(t *testing.T) {
 	reg := newRegistry(t)
 	im := mustImport(t, reg.Global(), c.session)
 	got := make(chan error, 1)
-	if _, err := reg.Global().OnChange(func(context.Context) error {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+	if _, err := reg.Global().OnChange(func(sub context.Context) error {
+		ctx, cancel := context.WithTimeout(sub, bound)
 		defer cancel()
 		select {
 		case got <- im.Sync(ctx):
@@ -905,9 +906,153 @@ func TestImport_R86_SyncFromSubscriberDoesNotWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	textTool(server, "a", "a")
-	if err := recv(t, got, "the subscriber's Sync"); err == nil || !strings.Contains(err.Error(), "change notification of the import's own sync") {
+	if err := recv(t, got, "the subscriber's Sync"); err == nil || !strings.Contains(err.Error(), "change subscriber's ctx while a sync is under way") {
 		t.Fatalf("Sync from a subscriber: %v", err)
 	}
+}
+
+// Re-entrancy never deadlocks: a subscriber hearing a change of a re-sync,
+// or of a Sync, calls Sync with the very ctx it was given (never
+// cancelled), then Close. Each call returns (the Sync fails at once, R86),
+// the sync it was called from stops, and every tool is disposed. With a
+// Close or Sync that waited for the sync it is inside, the bounded waits
+// below fail with a goroutine dump.
+func TestImport_R86_ReentrantSyncAndCloseNeverDeadlock(t *testing.T) {
+	for _, from := range []string{"re-sync", "Sync"} {
+		t.Run(from, func(t *testing.T) {
+			server := newServer(nil)
+			textTool(server, "a", "a")
+			session := connectInMemory(t, server).session
+			if from == "Sync" {
+				// A client without ToolListChangedHandler: no re-sync
+				// starts, so the Sync below is the one that announces b.
+				session = connectWithoutResync(t, server)
+			}
+			reg := newRegistry(t)
+			im := mustImport(t, reg.Global(), session)
+			syncErr := make(chan error, 1)
+			closed := make(chan struct{})
+			var once sync.Once
+			if _, err := reg.Global().OnChange(func(ctx context.Context) error {
+				if !slices.Contains(reg.Global().Tools(), "b") {
+					return nil
+				}
+				once.Do(func() {
+					syncErr <- im.Sync(ctx)
+					im.Close()
+					close(closed)
+				})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			textTool(server, "b", "b")
+			textTool(server, "c", "c")
+			if from == "Sync" {
+				done := make(chan error, 1)
+				go func() { done <- im.Sync(context.Background()) }()
+				if err := recv(t, done, "the Sync the subscriber closed the import from"); !errors.Is(err, mcp.ErrImportClosed) {
+					t.Fatalf("the Sync the subscriber closed the import from: %v, want ErrImportClosed", err)
+				}
+			}
+			recv(t, closed, "the subscriber's Sync and Close")
+			if err := recv(t, syncErr, "the subscriber's Sync"); err == nil || errors.Is(err, mcp.ErrImportClosed) {
+				t.Fatalf("a Sync made with a subscriber's ctx inside a sync: %v, want its refusal", err)
+			}
+			eventually(t, "every tool disposed", func() bool { return len(reg.Global().Tools()) == 0 })
+			eventually(t, "the import to forget its tools", func() bool { return len(im.Tools()) == 0 })
+		})
+	}
+}
+
+// connectWithoutResync connects a client that has no
+// ToolListChangedHandler, so its imports never re-sync on their own.
+func connectWithoutResync(t *testing.T, server *sdk.Server) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatalf("server connect: %v", err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "toolscope-test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatalf("client connect: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
+	return cs
+}
+
+// Close does not wait for a sync while it announces a change (the sync may
+// be the caller): from another goroutine it returns while a subscriber
+// still holds the announcement, with every tool disposed; the sync then
+// stops without registering anything more.
+func TestImport_R86_CloseDoesNotWaitForAnAnnouncement(t *testing.T) {
+	server := newServer(nil)
+	textTool(server, "a", "a")
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), c.session)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	if _, err := reg.Global().OnChange(func(context.Context) error {
+		if slices.Contains(reg.Global().Tools(), "b") {
+			once.Do(func() { close(entered); <-release })
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	textTool(server, "b", "b")
+	textTool(server, "z", "z")
+	recv(t, entered, "the announcement of b")
+	closed := make(chan struct{})
+	go func() { im.Close(); close(closed) }()
+	recv(t, closed, "Close while a subscriber holds an announcement")
+	if got := reg.Global().Tools(); len(got) != 0 {
+		t.Fatalf("tools after Close: %v", got)
+	}
+	close(release)
+	if _, err := c.session.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the import to forget its tools", func() bool { return len(im.Tools()) == 0 })
+	if got := reg.Global().Tools(); len(got) != 0 {
+		t.Fatalf("tools registered after Close: %v", got)
+	}
+}
+
+// A Sync made from a subscriber with an unrelated ctx waits like any
+// other: for the sync announcing the change, until that ctx ends. The sync
+// then goes on.
+func TestImport_R86_SyncFromSubscriberWithOtherCtxWaitsForIt(t *testing.T) {
+	server := newServer(nil)
+	textTool(server, "a", "a")
+	c := connectInMemory(t, server)
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), c.session)
+	got := make(chan error, 1)
+	var once sync.Once
+	if _, err := reg.Global().OnChange(func(context.Context) error {
+		if slices.Contains(reg.Global().Tools(), "b") {
+			once.Do(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+				defer cancel()
+				got <- im.Sync(ctx)
+			})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	textTool(server, "b", "b")
+	if err := recv(t, got, "the subscriber's Sync"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Sync with an unrelated ctx from a subscriber: %v", err)
+	}
+	textTool(server, "c", "c")
+	eventually(t, "the re-syncs to go on", func() bool { return slices.Contains(reg.Global().Tools(), "c") })
 }
 
 // A re-sync that waits behind a slow sync longer than WithSyncTimeout still

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolscope/toolscope/internal/demotools"
+	"github.com/toolscope/toolscope/examples/demotools"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -22,7 +22,7 @@ func (ps *policyStats) stats() demotools.Stats {
 }
 
 // globalTools registers the shared toolset and the registry-wide policies
-// (package internal/demotools).
+// (package examples/demotools).
 func globalTools(reg *runtime.Registry, ps *policyStats) error {
 	return demotools.RegisterGlobal(reg, ps.stats())
 }

@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/toolscope/toolscope/agent"
-	"github.com/toolscope/toolscope/providers/internal/toolname"
+	"github.com/toolscope/toolscope/providers/blocks"
+	"github.com/toolscope/toolscope/providers/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -185,9 +185,8 @@ func contextText(m runtime.Message) string {
 }
 
 func resultContent(r *runtime.Result) []sdk.ToolResultBlockParamContentUnion {
-	blocks := r.Content()
 	var out []sdk.ToolResultBlockParamContentUnion
-	for _, b := range blocks {
+	for _, b := range r.Content() {
 		switch b.Type {
 		case "text":
 			if b.Text == "" {
@@ -197,7 +196,7 @@ func resultContent(r *runtime.Result) []sdk.ToolResultBlockParamContentUnion {
 		case "image":
 			out = append(out, imageBlock(b.Data))
 		default:
-			out = append(out, textContent(otherText(b)))
+			out = append(out, textContent(blocks.OtherText(b)))
 		}
 	}
 	if r.IsError() {
@@ -215,49 +214,15 @@ func textContent(s string) sdk.ToolResultBlockParamContentUnion {
 	return sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: s}}
 }
 
-// otherText renders a block Anthropic has no equivalent for: its type, then
-// its text and its Data JSON as they are.
-func otherText(b runtime.Block) string {
-	var sb strings.Builder
-	sb.WriteString("[")
-	sb.WriteString(b.Type)
-	sb.WriteString("]")
-	if b.Text != "" {
-		sb.WriteString(" ")
-		sb.WriteString(b.Text)
-	}
-	if len(b.Data) > 0 {
-		sb.WriteString(" ")
-		sb.Write(b.Data)
-	}
-	return sb.String()
-}
-
-// ImageData is the Data of a runtime.Block of Type "image" that the adapters
-// accept: either base64 bytes with their media type, or a URL. The media
-// type may also be spelled "mimeType" (MCP's image content) or
-// "mime_type".
+// ImageData is the Data of a runtime.Block of Type "image" that the adapter
+// accepts: either base64 bytes with their media type (image/jpeg,
+// image/png, image/gif or image/webp), or a URL. The media type may also be
+// spelled "mimeType" (MCP's image content) or "mime_type". The type is the
+// adapters' shared one (package providers/blocks).
 //
 //	{"media_type": "image/png", "data": "<base64>"}
 //	{"url": "https://example.com/cat.png"}
-type ImageData struct {
-	MediaType string `json:"media_type,omitempty"`
-	MimeType  string `json:"mimeType,omitempty"`
-	MimeType2 string `json:"mime_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
-}
-
-// Type returns the media type, whichever way it was spelled.
-func (d ImageData) Type() string {
-	switch {
-	case d.MediaType != "":
-		return d.MediaType
-	case d.MimeType != "":
-		return d.MimeType
-	}
-	return d.MimeType2
-}
+type ImageData = blocks.ImageData
 
 // Media types Anthropic accepts for base64 images.
 var imageTypes = map[string]sdk.Base64ImageSourceMediaType{

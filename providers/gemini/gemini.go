@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"github.com/toolscope/toolscope/agent"
-	"github.com/toolscope/toolscope/providers/internal/toolname"
+	"github.com/toolscope/toolscope/providers/blocks"
+	"github.com/toolscope/toolscope/providers/toolname"
 	"github.com/toolscope/toolscope/runtime"
 	"google.golang.org/genai"
 )
@@ -226,7 +227,7 @@ func response(c runtime.TurnCall, r *runtime.Result) *genai.FunctionResponse {
 				texts = append(texts, omitted)
 			}
 		default:
-			texts = append(texts, otherText(b))
+			texts = append(texts, blocks.OtherText(b))
 		}
 	}
 	text := strings.Join(texts, "\n")
@@ -246,49 +247,15 @@ func response(c runtime.TurnCall, r *runtime.Result) *genai.FunctionResponse {
 	return fr
 }
 
-// otherText renders a block Gemini has no equivalent for: its type, then
-// its text and its Data JSON as they are.
-func otherText(b runtime.Block) string {
-	var sb strings.Builder
-	sb.WriteString("[")
-	sb.WriteString(b.Type)
-	sb.WriteString("]")
-	if b.Text != "" {
-		sb.WriteString(" ")
-		sb.WriteString(b.Text)
-	}
-	if len(b.Data) > 0 {
-		sb.WriteString(" ")
-		sb.Write(b.Data)
-	}
-	return sb.String()
-}
-
-// ImageData is the Data of a runtime.Block of Type "image" that the adapters
-// accept: base64 bytes with their media type, or a URL (for Gemini a file
-// URI, with its media type). The media type may also be spelled
-// "mimeType" (MCP's image content) or "mime_type".
+// ImageData is the Data of a runtime.Block of Type "image" that the adapter
+// accepts: base64 bytes with their media type, or a URL (for Gemini a file
+// URI, with its media type). The media type may also be spelled "mimeType"
+// (MCP's image content) or "mime_type". The type is the adapters' shared
+// one (package providers/blocks).
 //
 //	{"media_type": "image/png", "data": "<base64>"}
 //	{"url": "gs://bucket/cat.png", "media_type": "image/png"}
-type ImageData struct {
-	MediaType string `json:"media_type,omitempty"`
-	MimeType  string `json:"mimeType,omitempty"`
-	MimeType2 string `json:"mime_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
-}
-
-// Type returns the media type, whichever way it was spelled.
-func (d ImageData) Type() string {
-	switch {
-	case d.MediaType != "":
-		return d.MediaType
-	case d.MimeType != "":
-		return d.MimeType
-	}
-	return d.MimeType2
-}
+type ImageData = blocks.ImageData
 
 // imagePart maps an image block to a function response part, or, when
 // Gemini cannot take it (malformed Data, no media type), to the text that

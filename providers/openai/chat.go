@@ -11,7 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolscope/toolscope/agent"
-	"github.com/toolscope/toolscope/providers/internal/toolname"
+	"github.com/toolscope/toolscope/providers/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolscope/toolscope/providers/blocks"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -48,8 +49,7 @@ func checkTurn(calls []runtime.TurnCall, res *runtime.TurnResult) error {
 // for presentation, not for the model).
 func ResultText(r *runtime.Result) string {
 	var sb strings.Builder
-	blocks := r.Content()
-	for i, b := range blocks {
+	for i, b := range r.Content() {
 		if i > 0 {
 			sb.WriteByte('\n')
 		}
@@ -99,13 +99,7 @@ func writeBlockText(sb *strings.Builder, b runtime.Block) {
 			fmt.Fprintf(sb, "[image: %s, %d bytes base64]", img.mime, len(img.data))
 		}
 	default:
-		sb.WriteString("[" + b.Type + "]")
-		if b.Text != "" {
-			sb.WriteString(" " + b.Text)
-		}
-		if len(b.Data) > 0 {
-			sb.WriteString(" " + string(b.Data))
-		}
+		sb.WriteString(blocks.OtherText(b))
 	}
 }
 

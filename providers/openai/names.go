@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/toolscope/toolscope/agent"
-	"github.com/toolscope/toolscope/providers/internal/toolname"
+	"github.com/toolscope/toolscope/providers/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/toolscope/toolscope/internal/jsonv"
+	"github.com/toolscope/toolscope/lossless"
 )
 
 // Limits of OpenAI's strict subset (Structured Outputs, "supported
@@ -77,11 +77,11 @@ func StrictParameters(params json.RawMessage) (schema json.RawMessage, strict bo
 		// closed object.
 		return json.RawMessage(`{"type":"object","properties":{},"required":[],"additionalProperties":false}`), true, nil
 	}
-	tree, err := jsonv.Decode(params)
+	tree, err := lossless.Decode(params)
 	if err != nil {
 		return nil, false, fmt.Errorf("openai: tool parameters: %w", err)
 	}
-	root, ok := tree.(*jsonv.Object)
+	root, ok := tree.(*lossless.Object)
 	if !ok || !isType(root, "object") {
 		return compactSchema(params)
 	}
@@ -89,7 +89,7 @@ func StrictParameters(params json.RawMessage) (schema json.RawMessage, strict bo
 	if !c.node(root, 0) {
 		return compactSchema(params)
 	}
-	out, err := jsonv.EncodeTree(root)
+	out, err := lossless.Encode(root)
 	if err != nil {
 		return nil, false, fmt.Errorf("openai: tool parameters: %w", err)
 	}
@@ -97,7 +97,7 @@ func StrictParameters(params json.RawMessage) (schema json.RawMessage, strict bo
 }
 
 func compactSchema(params json.RawMessage) (json.RawMessage, bool, error) {
-	out, err := jsonv.Encode(params)
+	out, err := lossless.Canonical(params)
 	if err != nil {
 		return nil, false, fmt.Errorf("openai: tool parameters: %w", err)
 	}
@@ -105,14 +105,14 @@ func compactSchema(params json.RawMessage) (json.RawMessage, bool, error) {
 }
 
 // isType reports whether o's "type" is exactly the string t.
-func isType(o *jsonv.Object, t string) bool {
+func isType(o *lossless.Object, t string) bool {
 	v, _ := o.Get("type")
 	s, ok := v.(string)
 	return ok && s == t
 }
 
 // hasType reports whether o's "type" names t, alone or in a type array.
-func hasType(o *jsonv.Object, t string) bool {
+func hasType(o *lossless.Object, t string) bool {
 	switch v := get(o, "type").(type) {
 	case string:
 		return v == t
@@ -126,7 +126,7 @@ func hasType(o *jsonv.Object, t string) bool {
 	return false
 }
 
-func get(o *jsonv.Object, k string) any { v, _ := o.Get(k); return v }
+func get(o *lossless.Object, k string) any { v, _ := o.Get(k); return v }
 
 // strictCheck walks a schema tree, closing objects as it goes. The tree is
 // a private copy (decoded for this call), so closing in place is fine; a
@@ -135,7 +135,7 @@ type strictCheck struct {
 	props, enums int
 }
 
-func (c *strictCheck) node(o *jsonv.Object, depth int) bool {
+func (c *strictCheck) node(o *lossless.Object, depth int) bool {
 	for i, k := range o.Keys {
 		if !strictKeywords[k] {
 			return false
@@ -169,7 +169,7 @@ func (c *strictCheck) node(o *jsonv.Object, depth int) bool {
 				}
 			}
 		case "$defs", "definitions":
-			defs, ok := v.(*jsonv.Object)
+			defs, ok := v.(*lossless.Object)
 			if !ok {
 				return false
 			}
@@ -210,7 +210,7 @@ func (c *strictCheck) node(o *jsonv.Object, depth int) bool {
 }
 
 func (c *strictCheck) child(v any, depth int) bool {
-	o, ok := v.(*jsonv.Object)
+	o, ok := v.(*lossless.Object)
 	return ok && c.node(o, depth)
 }
 
@@ -233,11 +233,11 @@ func (c *strictCheck) typeValue(v any) bool {
 }
 
 // object checks (and closes) one object node at nesting level depth.
-func (c *strictCheck) object(o *jsonv.Object, depth int) bool {
+func (c *strictCheck) object(o *lossless.Object, depth int) bool {
 	if depth > strictMaxDepth {
 		return false
 	}
-	props, ok := get(o, "properties").(*jsonv.Object)
+	props, ok := get(o, "properties").(*lossless.Object)
 	if !ok {
 		return false // a free-form object: closing it would forbid every key
 	}

@@ -46,7 +46,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolscope/toolscope/internal/demotools"
+	"github.com/toolscope/toolscope/examples/demotools"
 	"github.com/toolscope/toolscope/mcp"
 	"github.com/toolscope/toolscope/runtime"
 )

@@ -1,7 +1,3 @@
-// Package demotools holds the demo's simulated tools and policies, shared
-// by cmd/demo and the MCP server binary (mcp/cmd/toolscope-mcp). The tools
-// sleep for a deterministic latency derived from their arguments, so the
-// same calls always ask for the same work.
 package demotools
 
 import (

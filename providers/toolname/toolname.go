@@ -5,6 +5,10 @@
 // characters); a provider refuses the whole request when one function name
 // breaks its rule, so a name that breaks it is sent mapped, and the calls
 // the model makes by the mapped name are mapped back.
+//
+// It is a public package of the root module so that the adapters, each a
+// module of its own, share it without importing an internal package; its
+// API follows their needs.
 package toolname
 
 import (

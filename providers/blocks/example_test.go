@@ -1,0 +1,23 @@
+package blocks_test
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolscope/toolscope/providers/blocks"
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// An MCP image block's data spells its media type "mimeType"; a block no
+// provider has an equivalent for is sent as text.
+func Example() {
+	var d blocks.ImageData
+	_ = json.Unmarshal([]byte(`{"mimeType":"image/png","data":"iVBORw0KGgo="}`), &d)
+	fmt.Println(d.Type(), d.Data)
+	fmt.Println(blocks.OtherText(runtime.Block{Type: "audio", Text: "a dog barking", Data: json.RawMessage(`{"uri":"file:///bark.wav"}`)}))
+	fmt.Println(blocks.OtherText(runtime.Block{Type: "resource_link"}))
+	// Output:
+	// image/png iVBORw0KGgo=
+	// [audio] a dog barking {"uri":"file:///bark.wav"}
+	// [resource_link]
+}
