@@ -16,6 +16,13 @@ type wake struct{}
 
 var wakeMsg = &wake{}
 
+// retireMsg tells a disposed scope's actor, out of the process registry
+// already, to stop once it has taken the requests queued before it
+// (Host.retire). It goes straight to the actor's process (a stop by PID
+// would look the PID up, find nothing and be a dead letter). Unexported:
+// no other actor can send one.
+type retireMsg struct{ proc actor.Process }
+
 // scopeActor is the actor of one scope. It is stateless — the scope's
 // state lives in the registry — so an incarnation spawned after protoactor
 // stopped the last one carries on at once. It never runs user code in
@@ -91,6 +98,8 @@ func (a *scopeActor) Receive(c actor.Context) {
 		if a.global {
 			a.h.spawnPending(c)
 		}
+	case *retireMsg:
+		m.proc.Stop(c.Self())
 	case *actor.Stopping:
 		a.stopping = true
 	case *actor.Restarting:

@@ -265,11 +265,30 @@ func (h *Host) watch(rec *actorRec) {
 	}
 	h.mu.Lock()
 	rec.retired = true
-	cur := rec.cur
+	cur, pid := rec.cur, rec.pid
 	h.mu.Unlock()
 	if cur != nil {
-		h.stop(cur) // the global actor forgets it when it hears it terminated
+		h.retire(pid, cur)
 	}
+}
+
+// retire stops a disposed scope's actor without dropping a request: its
+// PID leaves the process registry first (a later send is a dead letter,
+// which a RequestFuture reports at once), then a retireMsg goes straight
+// to its process, behind the requests already in its mailbox, which are
+// answered (an ErrorReply: the scope is disposed) before it stops itself.
+// A Stop (a system message) would drop them, and their senders would wait
+// for their timeouts. The global actor forgets the record when it hears
+// the actor terminated.
+func (h *Host) retire(pid, cur *actor.PID) {
+	defer h.recoverSubscriber()
+	procs := h.sys.ProcessRegistry
+	proc, ok := procs.Get(pid)
+	if !ok {
+		return // stopped meanwhile; the global actor does not respawn it
+	}
+	procs.Remove(pid)
+	proc.SendUserMessage(cur, &retireMsg{proc: proc})
 }
 
 // deadPID is a PID no process serves, the same for the same handle.
