@@ -46,7 +46,7 @@ type scopeActor struct {
 func (h *Host) props(rec *actorRec, global bool) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &scopeActor{h: h, rec: rec, global: global}
-	}, actor.WithMailbox(actor.UnboundedLockfree()))
+	}, actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(dispatcher{h}))
 }
 
 // spawnGlobal spawns the global scope's actor (the first PID request of
@@ -86,7 +86,7 @@ func (a *scopeActor) Receive(c actor.Context) {
 		// A request (protoactor's own lifecycle messages never come with a
 		// sender: one that does was sent by someone, and is answered as an
 		// unknown message, not acted on).
-		go a.h.answer(a.rec, sender, c.Message())
+		a.h.run(request{rec: a.rec, sender: sender, msg: c.Message()})
 		return
 	}
 	switch m := c.Message().(type) {

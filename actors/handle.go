@@ -35,12 +35,12 @@ func (h *Host) handle(s *runtime.Scope, msg any) any {
 	case *messages.ExecuteRequest:
 		c := m.GetCall()
 		if why := agentRefusal(key, c); why != "" {
-			return &messages.ExecuteReply{CallId: c.GetCallId(), Result: runtime.Failure(errors.New(why)).Proto()}
+			return runtime.Failure(errors.New(why)).ExecuteReply(c.GetCallId())
 		}
 		res := s.Execute(context.Background(), runtime.Call{
 			ID: c.GetCallId(), RootID: c.GetRootCallId(), Name: c.GetName(), Arguments: argsFromProto(c.GetArgumentsJson()),
 		})
-		return &messages.ExecuteReply{CallId: c.GetCallId(), Result: res.Proto()}
+		return res.ExecuteReply(c.GetCallId())
 	case *messages.ExecutionModeRequest:
 		c := m.GetCall()
 		if why := agentRefusal(key, c); why != "" {

@@ -24,7 +24,8 @@ type Host struct {
 	own    bool // the host made sys and shuts it down on Close
 	report func(error)
 
-	closing chan struct{} // closed by Close: watchers end, nothing respawns
+	closing chan struct{} // closed by Close: watchers and workers end, nothing respawns
+	workers workers
 
 	mu      sync.Mutex
 	closed  bool
@@ -147,6 +148,7 @@ func configure(opts []Option) (config, error) {
 
 func start(sys *actor.ActorSystem, cfg config) (*Host, error) {
 	h := &Host{sys: sys, closing: make(chan struct{}), scopes: map[*runtime.Scope]*actorRec{}}
+	h.workers.tasks = make(chan request)
 	logger := cfg.logger
 	if logger == nil {
 		logger = discard

@@ -1,5 +1,7 @@
 package runtime
 
+import "github.com/toolscope/toolscope/messages"
+
 // Done returns a channel that is closed once the handle's Dispose has
 // completed its teardown (every registration removed; their change
 // notifications may still be under way), whether Dispose was called on it
@@ -17,4 +19,23 @@ func (s *Scope) Done() <-chan struct{} {
 		t.done = make(chan struct{})
 	}
 	return t.done
+}
+
+// ExecuteReply converts the result to the reply of a protobuf
+// ExecuteRequest for callID: the message Proto builds, with the reply, the
+// result and one content block in a single allocation (what a message
+// path pays per call besides the copied bytes).
+func (r *Result) ExecuteReply(callID string) *messages.ExecuteReply {
+	rb := &replyBlock{}
+	rb.reply.CallId, rb.reply.Result = callID, r.protoInto(&rb.res, rb.block[:0], rb.ptrs[:0])
+	return &rb.reply
+}
+
+// replyBlock is an ExecuteReply with its result and a single content
+// block, in one allocation.
+type replyBlock struct {
+	reply messages.ExecuteReply
+	res   messages.Result
+	block [1]messages.ContentBlock
+	ptrs  [1]*messages.ContentBlock
 }
