@@ -96,6 +96,10 @@ func (a *scopeActor) Receive(c actor.Context) {
 		}
 	case *wake:
 		if a.global {
+			if a.stopping {
+				a.stopSelf(c) // see stopSelf
+				return
+			}
 			a.h.spawnPending(c)
 		}
 	case *retireMsg:
@@ -106,6 +110,9 @@ func (a *scopeActor) Receive(c actor.Context) {
 	case *actor.Terminated:
 		if a.global && !slices.ContainsFunc(c.Children(), func(p *actor.PID) bool { return p.Equal(m.Who) }) {
 			a.h.childTerminated(c, m.GetWho(), a.stopping)
+			if a.stopping {
+				a.stopSelf(c)
+			}
 		}
 	case *actor.Stopped:
 		if a.global {
@@ -116,6 +123,15 @@ func (a *scopeActor) Receive(c actor.Context) {
 		// nothing runs.
 	}
 }
+
+// stopSelf stops the global actor while it believes it is stopping. While
+// it stops it spawns nothing (a child spawned now would never be stopped,
+// and it would wait for it forever); its successor spawns what is pending
+// and respawns its children. A real stop makes this a no-op; a Stopping
+// message someone sent without a sender (it is not told apart from
+// protoactor's) is made true by it, so the pending spawns and respawns
+// happen in the successor instead of never.
+func (a *scopeActor) stopSelf(c actor.Context) { a.h.stop(c.Self()) }
 
 // spawnPending spawns the agent actors waiting for one (and respawns those
 // whose incarnation ended with a previous global actor), as children of

@@ -251,3 +251,25 @@ func TestActorMessages_ForgedMessagesWedgeNothing(t *testing.T) {
 	answersAgain(t, h, pid, "t")
 	boundedWait(t, waitLimit, "Close after forged messages", func() { closeHost(t, h) })
 }
+
+// A protoactor Stopping message sent to the global actor without a sender
+// (indistinguishable from protoactor's own) hangs nothing: the next PID
+// request of a new scope, and a scope actor stopped meanwhile, are served
+// (the global actor makes the stop true and its successor takes over).
+func TestActorMessages_ForgedStoppingHangsNoPIDRequest(t *testing.T) {
+	h := newHost(t)
+	reg := h.Registry()
+	mustRegister(t, reg.Global(), constTool("g", true, 1))
+	a := newScope(t, reg, "a")
+	mustRegister(t, a, constTool("t", true, 1))
+	pa, gpid := h.PID(a), h.PID(reg.Global())
+	h.System().Root.Send(gpid, &actor.Stopping{})
+	b := newScope(t, reg, "b")
+	mustRegister(t, b, constTool("t", true, 1))
+	var pb *actor.PID
+	boundedWait(t, waitLimit, "a PID request after a forged Stopping", func() { pb = h.PID(b) })
+	answersAgain(t, h, pb, "t")
+	h.System().Root.Stop(pa)
+	answersAgain(t, h, pa, "t")
+	answersAgain(t, h, gpid, "g")
+}
