@@ -33,7 +33,7 @@ import (
 // atomic load; the subscribers are classified again only when the length
 // differs from the one last classified (listeners.recount).
 func (r *Registry) listening() bool {
-	if true || !r.cfg.events { // house-actors: package actors publishes the protobuf events (Hooks.Event); house-core deletes this
+	if !r.cfg.events {
 		return false
 	}
 	es := r.system.EventStream
