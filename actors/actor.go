@@ -92,7 +92,7 @@ func (a *scopeActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		if a.global {
-			a.h.spawnPending(c)
+			a.h.spawnPending(c, true)
 		}
 	case *wake:
 		if a.global {
@@ -100,7 +100,7 @@ func (a *scopeActor) Receive(c actor.Context) {
 				a.stopSelf(c) // see stopSelf
 				return
 			}
-			a.h.spawnPending(c)
+			a.h.spawnPending(c, false)
 		}
 	case *retireMsg:
 		m.proc.Stop(c.Self())
@@ -133,17 +133,19 @@ func (a *scopeActor) Receive(c actor.Context) {
 // happen in the successor instead of never.
 func (a *scopeActor) stopSelf(c actor.Context) { a.h.stop(c.Self()) }
 
-// spawnPending spawns the agent actors waiting for one (and respawns those
-// whose incarnation ended with a previous global actor), as children of
-// the global actor c.
-func (h *Host) spawnPending(c actor.Context) {
+// spawnPending spawns the agent actors waiting for one, as children of
+// the global actor c; a new global actor (started) also respawns those
+// whose incarnation ended with its predecessor.
+func (h *Host) spawnPending(c actor.Context, started bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	todo := h.pending
 	h.pending = nil
-	for _, rec := range h.scopes {
-		if rec.cur == nil && rec.pid != nil && !rec.retired {
-			todo = append(todo, rec) // its old incarnation went with the old global actor
+	if started {
+		for _, rec := range h.scopes {
+			if rec.cur == nil && rec.pid != nil && !rec.retired {
+				todo = append(todo, rec) // its old incarnation went with the old global actor
+			}
 		}
 	}
 	for _, rec := range todo {

@@ -209,52 +209,55 @@ func (h *Host) PID(s *runtime.Scope) *actor.PID {
 			return h.deadPID(s)
 		}
 	}
-	rec, spawnGlobal := h.recFor(live)
+	rec, g, spawnGlobal := h.recFor(live)
 	if rec == nil {
 		return h.deadPID(s)
 	}
 	if spawnGlobal {
 		h.spawnGlobal()
-	} else if rec != h.globalRec() {
-		h.send(h.globalRec().pid, wakeMsg)
 	}
-	<-rec.ready // bounded: the global actor's Receive runs no user code; Close and a lost actor close it too
+	// The waits are bounded: the global actor's Receive runs no user code,
+	// and Close or a lost global actor release them too.
+	<-g.ready
+	if g.pid == nil {
+		return h.deadPID(s)
+	}
+	if rec != g {
+		h.send(g.pid, wakeMsg)
+		<-rec.ready
+	}
 	if rec.pid == nil {
 		return h.deadPID(s)
 	}
 	return rec.pid
 }
 
-func (h *Host) globalRec() *actorRec {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.global
-}
-
 // recFor returns the record of live's actor, creating it (queued for the
-// global actor to spawn) on first use; spawnGlobal says the caller must
-// spawn the global actor. nil: the host is closed.
-func (h *Host) recFor(live *runtime.Scope) (rec *actorRec, spawnGlobal bool) {
+// global actor to spawn) on first use, and the global actor's record;
+// spawnGlobal says the caller must spawn the global actor. nil: the host
+// is closed.
+func (h *Host) recFor(live *runtime.Scope) (rec, global *actorRec, spawnGlobal bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || h.lost {
-		return nil, false
+		return nil, nil, false
 	}
 	if h.global == nil {
 		h.global = &actorRec{scope: h.reg.Global(), ready: make(chan struct{})}
 		spawnGlobal = true
 	}
+	global = h.global
 	if live.Key() == "" {
-		return h.global, spawnGlobal
+		return global, global, spawnGlobal
 	}
 	if rec = h.scopes[live]; rec != nil {
-		return rec, spawnGlobal
+		return rec, global, spawnGlobal
 	}
 	rec = &actorRec{scope: live, key: live.Key(), ready: make(chan struct{})}
 	h.scopes[live] = rec
 	h.pending = append(h.pending, rec)
 	go h.watch(rec)
-	return rec, spawnGlobal
+	return rec, global, spawnGlobal
 }
 
 // watch retires rec's actor once its scope is disposed (or ends with the

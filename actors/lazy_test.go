@@ -140,3 +140,31 @@ func TestScope_FirstPIDRequestRacesMutations(t *testing.T) {
 		s.Dispose()
 	}
 }
+
+// The host's first PID requests may come at once, for the global scope and
+// for agent scopes: each gets its PID (the agent scopes' actors are
+// children of the global actor, whoever spawned it).
+func TestScope_ConcurrentFirstPIDRequestsOfAHost(t *testing.T) {
+	for range 20 {
+		h := newHost(t)
+		reg := h.Registry()
+		mustRegister(t, reg.Global(), constTool("t", true, 1))
+		scopes := []*runtime.Scope{reg.Global(), newScope(t, reg, "a"), newScope(t, reg, "b"), newScope(t, reg, "c")}
+		pids := make([]*actor.PID, len(scopes))
+		boundedWait(t, waitLimit, "concurrent first PID requests", func() {
+			var wg sync.WaitGroup
+			for i, s := range scopes {
+				wg.Add(1)
+				go func() { defer wg.Done(); pids[i] = h.PID(s) }()
+			}
+			wg.Wait()
+		})
+		for i, pid := range pids {
+			require.True(t, ask(t, h, pid, &messages.GetRequest{Name: "t"}).(*messages.GetReply).GetFound(), "scope %d", i)
+			if i > 0 {
+				assert.Contains(t, pid.Id, pids[0].Id+"/")
+			}
+		}
+		closeHost(t, h)
+	}
+}
