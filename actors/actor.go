@@ -26,7 +26,7 @@ type retireMsg struct{ proc actor.Process }
 // scopeActor is the actor of one scope. It is stateless — the scope's
 // state lives in the registry — so an incarnation spawned after protoactor
 // stopped the last one carries on at once. It never runs user code in
-// Receive: a request is answered on a goroutine of its own (handle.go), so
+// Receive: a request is answered on one of the host's workers (workers.go), so
 // a tool body, hook or classifier that sends to a PID, even its own
 // scope's, never waits for the actor it runs under.
 //

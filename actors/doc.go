@@ -24,8 +24,9 @@
 // (its parent link: the global actor spawns, watches and respawns its
 // children). An idle scope costs no actor. The actors are stateless — the
 // scope's tools, hooks, restrictions and admission live in the registry —
-// and run no user code in Receive: a request is answered on a goroutine of
-// its own and the reply is sent to the sender (a Request or RequestFuture;
+// and run no user code in Receive: a request is answered off the actor's
+// goroutine, by one of the host's warm workers, and the reply is sent to
+// the sender (a Request or RequestFuture;
 // a request sent without a sender runs nothing, as nobody could hear the
 // answer). So a tool body, hook or classifier may send to any PID, its
 // own scope's included, and wait for the answer.

@@ -13,7 +13,7 @@ import (
 )
 
 // answer answers one request sent to rec's PID and sends the reply to the
-// sender. It runs on a goroutine of its own, never inside Receive: the
+// sender. It runs on one of the host's workers, never inside Receive: the
 // request runs user code (hooks, classifiers, bodies), which may send to
 // this very PID and wait.
 func (h *Host) answer(rec *actorRec, sender *actor.PID, msg any) {
