@@ -204,7 +204,7 @@ func BenchmarkCreateDisposeScopes(b *testing.B) {
 // --- message path and protoactor ------------------------------------------
 
 func BenchmarkMessagePathExecute(b *testing.B) {
-	w := newWorld(worldOpts{})
+	w := newWorld(worldOpts{actors: true})
 	defer w.close()
 	m := newMsgClient(w)
 	m.call()

@@ -23,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/toolscope/toolscope/actors"
 	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -110,6 +111,7 @@ func rawTool(name string) runtime.Definition {
 
 // world is one toolscope registry with its agent scopes.
 type world struct {
+	host  *actors.Host // the registry's actor host (worldOpts.actors), else nil
 	reg   *runtime.Registry
 	agent *runtime.Scope   // the scope calls go through (3 deep when chain)
 	chain []*runtime.Scope // every scope created, root first
@@ -120,22 +122,28 @@ type worldOpts struct {
 	full       bool // 1 pre-execute hook, 1 guard, 1 post-execute hook, 1 observer on the agent
 	depth      int  // scope chain depth (default 1)
 	restrict   bool // restrict the agent to {"t", "x", "sleep", "r"}
-	noEvents   bool
+	// noEvents is kept for the benchmark named after it: a registry
+	// publishes no protobuf events (package actors does, when asked), so
+	// every world is without them.
+	noEvents bool
+	actors   bool // the registry lives in an actors.Host (the message path)
 }
 
 func newWorld(o worldOpts) *world {
-	var opts []runtime.Option
-	if o.noEvents {
-		opts = append(opts, runtime.WithEvents(false))
+	w := &world{}
+	if o.actors {
+		w.host = must(actors.New())
+		w.reg = w.host.Registry()
+	} else {
+		w.reg = must(runtime.New())
 	}
-	reg := must(runtime.New(opts...))
+	reg := w.reg
 	g := reg.Global()
 	must(g.Register(trivialTool("t")))
 	must(g.Register(exclusiveTool("x")))
 	must(g.Register(sleepTool("sleep", time.Millisecond)))
 	must(g.Register(rawTool("r")))
 	registerFillers(reg, o.extraTools)
-	w := &world{reg: reg}
 	depth := max(o.depth, 1)
 	s := must(reg.NewScope("agent0"))
 	w.chain = append(w.chain, s)
@@ -173,7 +181,13 @@ func addFullPipeline(s *runtime.Scope) {
 	must(s.OnResult(func(_ context.Context, e runtime.Execution, r *runtime.Result) error { return nil }))
 }
 
-func (w *world) close() { _ = w.reg.Close(context.Background()) }
+func (w *world) close() {
+	if w.host != nil {
+		_ = w.host.Close(context.Background())
+		return
+	}
+	_ = w.reg.Close(context.Background())
+}
 
 var (
 	trivialCall = runtime.Call{ID: "c1", Name: "t", Arguments: trivialRaw}
@@ -225,7 +239,8 @@ func execTurn(ctx context.Context, s *runtime.Scope, calls []runtime.TurnCall, o
 // --- message path ---------------------------------------------------------
 
 // msgClient sends ExecuteRequest to a scope PID from the actor system's root
-// context and waits for the reply future.
+// context and waits for the reply future. The world must have been made
+// with worldOpts.actors.
 type msgClient struct {
 	root *actor.RootContext
 	pid  *actor.PID
@@ -234,8 +249,8 @@ type msgClient struct {
 
 func newMsgClient(w *world) *msgClient {
 	return &msgClient{
-		root: w.reg.ActorSystem().Root,
-		pid:  w.agent.PID(),
+		root: w.host.System().Root,
+		pid:  w.host.PID(w.agent),
 		req: &messages.ExecuteRequest{Call: &messages.Call{
 			CallId: "c1", Name: "t", ArgumentsJson: []byte(trivialArgs)}},
 	}

@@ -315,7 +315,7 @@ func scenarios() []scenario {
 		tsSerial("ts_execute_tools_1", worldOpts{}),
 		tsSerial("ts_execute_tools_10k", worldOpts{extraTools: 9_999}),
 		serial("ts_message_path", "toolscope", func() (op, func()) {
-			w := newWorld(worldOpts{})
+			w := newWorld(worldOpts{actors: true})
 			m := newMsgClient(w)
 			return one(m.call), w.close
 		}),

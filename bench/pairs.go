@@ -111,7 +111,7 @@ func pairs() []pair {
 			b:         "bare protoactor RequestFuture to a trivial actor that Responds",
 			scenarios: []string{"ts_message_path", "protoactor_roundtrip"},
 			setup: func() (op, op, func()) {
-				w := newWorld(worldOpts{})
+				w := newWorld(worldOpts{actors: true})
 				m, e := newMsgClient(w), newEcho()
 				return one(m.call), one(e.call), func() { w.close(); e.close() }
 			}},

@@ -55,7 +55,9 @@ func (t *teardownState) begin() bool {
 	t.mu.Lock()
 	if !t.started {
 		t.started = true
-		t.done = make(chan struct{})
+		if t.done == nil { // else made early by Scope.Done
+			t.done = make(chan struct{})
+		}
 		t.mu.Unlock()
 		return true
 	}
