@@ -64,14 +64,14 @@ func (t *TurnResult) Proto() *messages.TurnReply {
 
 // Proto converts the result to its protobuf form.
 func (r *Result) Proto() *messages.Result {
-	return r.ProtoInto(&messages.Result{}, nil, nil)
+	return r.protoInto(&messages.Result{}, nil, nil)
 }
 
-// ProtoInto is Proto into out, a zero message, for a caller that allocates
-// the message together with its reply: the content blocks go in the room
+// protoInto is Proto into out, a zero message, for a caller that allocates
+// the message together with its reply (ExecuteReply): the content blocks go in the room
 // blocks and ptrs have (appended to from length 0), and in new ones beyond
 // it. It returns out.
-func (r *Result) ProtoInto(out *messages.Result, blocks []messages.ContentBlock, ptrs []*messages.ContentBlock) *messages.Result {
+func (r *Result) protoInto(out *messages.Result, blocks []messages.ContentBlock, ptrs []*messages.ContentBlock) *messages.Result {
 	out.IsError, out.ConcludesTurn = r.isError, r.concludes
 	if r.value != nil {
 		out.ValueJson = cloneBytes(r.value)
@@ -130,4 +130,23 @@ func ResultFromProto(m *messages.Result) *Result {
 		r.contexts = append(r.contexts, Message{Role: c.GetRole(), Text: c.GetText()})
 	}
 	return r
+}
+
+// ExecuteReply converts the result to the reply of a protobuf
+// ExecuteRequest for callID: the message Proto builds, with the reply, the
+// result and one content block in a single allocation (what a message
+// path pays per call besides the copied bytes).
+func (r *Result) ExecuteReply(callID string) *messages.ExecuteReply {
+	rb := &replyBlock{}
+	rb.reply.CallId, rb.reply.Result = callID, r.protoInto(&rb.res, rb.block[:0], rb.ptrs[:0])
+	return &rb.reply
+}
+
+// replyBlock is an ExecuteReply with its result and a single content
+// block, in one allocation.
+type replyBlock struct {
+	reply messages.ExecuteReply
+	res   messages.Result
+	block [1]messages.ContentBlock
+	ptrs  [1]*messages.ContentBlock
 }
