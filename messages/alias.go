@@ -25,7 +25,7 @@ const (
 // success reports the empty string.
 const (
 	// OutcomeDenied marks an uncoded denial by pre-execute, approval or a
-	// guard (SPEC R57).
+	// guard (R57).
 	OutcomeDenied = "DENIED"
 	// OutcomeError marks any other uncoded failure.
 	OutcomeError = "ERROR"

@@ -1,18 +1,19 @@
 // Package messages is the protobuf protocol of toolscope: every message a
-// scope actor or a scope supervisor receives or sends, generated from
+// scope's actor (package actors) receives or sends, generated from
 // messages.proto.
 //
-// The registry is built from actors (see DESIGN.md): one actor per scope owns
-// that scope's layer, and one supervisor per scope admits executions and runs
-// the calls of a model turn. They talk only through the messages defined
-// here:
+// Package actors gives each scope whose PID is asked for a protoactor actor
+// that answers these messages by calling the scope's own methods
+// (Execute, ExecuteTurn, Get, Schemas, ExecutionMode), so a request by
+// message goes through the same admission, go-ahead, hooks and overload
+// as a call from Go:
 //
-//   - A caller (the runtime facade, or any other actor in the same system)
-//     sends an [ExecuteRequest] carrying a [Call] and receives an
+//   - Any actor in the same system (or, through protoactor's remote, on
+//     another node) sends an [ExecuteRequest] carrying a [Call] and receives an
 //     [ExecuteReply] carrying the final [Result].
 //   - [ExecutionModeRequest], [GetRequest] and [SchemasRequest] are reads,
 //     answered by [ExecutionModeReply], [GetReply] and [SchemasReply].
-//   - A [TurnRequest] hands a supervisor the raw tool calls of one assistant
+//   - A [TurnRequest] hands a scope the raw tool calls of one assistant
 //     message; its [TurnReply] returns the results in model order together
 //     with the scheduling events, the collected context messages and
 //     whether the turn was concluded.
@@ -23,10 +24,15 @@
 //     scope's PID runs calls in that scope's view only; an
 //     [ExecuteRequest] whose call names another scope gets an
 //     [ExecuteReply] with a failure result, and nothing runs.
-//   - Events are facts in the past tense: [RegistryChanged] after a
-//     mutation that notifies subscribers, [ExecutionStarted] and
-//     [ExecutionFinished] around every execution. Tracing, the demo's
-//     timeline and the benchmarks read them.
+//   - Events are facts in the past tense: a host started with
+//     actors.WithEvents publishes [ExecutionStarted] and
+//     [ExecutionFinished] on the actor system's event stream around every
+//     execution. [RegistryChanged] is defined for a host that announces
+//     changes; the typed events of package runtime are the Go form of all
+//     three.
+//   - A request by message is always a top-level call: a message cannot
+//     prove it was sent from inside an execution, so its parent token is
+//     not honoured for admission.
 //
 // JSON values (arguments, success values, metadata, parameter schemas)
 // travel as bytes holding exactly one encoded JSON value. Where an absent

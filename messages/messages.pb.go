@@ -21,7 +21,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ExecutionMode is how the turn scheduler may run a call (SPEC §6, R36).
+// ExecutionMode is how the turn scheduler may run a call (docs/contract.md#mode, R36).
 type ExecutionMode int32
 
 const (
@@ -131,7 +131,7 @@ func (TurnEvent_Kind) EnumDescriptor() ([]byte, []int) {
 	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{17, 0}
 }
 
-// Call is the input of one execution (SPEC R41): which tool, with which
+// Call is the input of one execution (R41): which tool, with which
 // arguments, on behalf of which agent. It is read once on entry (R42).
 type Call struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -154,8 +154,10 @@ type Call struct {
 	// for an ExecuteRequest, an ErrorReply for an ExecutionModeRequest) and
 	// nothing runs.
 	Agent string `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
-	// parent_token is the opaque token of the enclosing execution when this is
-	// a nested call (R43, R51); 0 marks a top-level call. It is not validated.
+	// parent_token is the opaque token of the enclosing execution when this
+	// describes a nested call (R43, R51); 0 marks a top-level call. A scope's
+	// actor ignores it: a message cannot prove it was sent from inside an
+	// execution, so a request by message is always a top-level call.
 	ParentToken   uint64 `protobuf:"varint,6,opt,name=parent_token,json=parentToken,proto3" json:"parent_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -355,7 +357,7 @@ func (x *ContextMessage) GetText() string {
 	return ""
 }
 
-// ErrorInfo identifies a coded failure (SPEC §0.3).
+// ErrorInfo identifies a coded failure (docs/contract.md#failures).
 type ErrorInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// name is the error name, e.g. "ToolNotFoundError".
@@ -413,7 +415,7 @@ func (x *ErrorInfo) GetCode() string {
 // ToolError describes why a result is a failure.
 type ToolError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// message is the derived failure message (SPEC §0.3), e.g.
+	// message is the derived failure message (docs/contract.md#failures), e.g.
 	// `unknown tool "x"` or a denial reason verbatim.
 	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
 	// info is present only when the failure came from a coded error; denials
@@ -467,7 +469,7 @@ func (x *ToolError) GetInfo() *ErrorInfo {
 	return nil
 }
 
-// Result is the final outcome of one execution (SPEC §0.2, R76).
+// Result is the final outcome of one execution (docs/contract.md#conventions, R76).
 // Invariants: a success has value_json present (possibly JSON null) and no
 // error; a failure has error present, no value_json and no concludes_turn.
 type Result struct {
@@ -575,7 +577,7 @@ func (x *Result) GetConcludesTurn() bool {
 	return false
 }
 
-// ExecuteRequest asks for one execution of call (SPEC §7). The receiver
+// ExecuteRequest asks for one execution of call (docs/contract.md#execute). The receiver
 // answers with an ExecuteReply once the execution is finished and its result
 // observers have run.
 type ExecuteRequest struct {
@@ -774,7 +776,7 @@ func (x *ExecutionModeReply) GetMode() ExecutionMode {
 }
 
 // ToolSchema is the model-facing projection of one visible tool: exactly
-// the three fields SPEC R31 allows, never host-only metadata (R32).
+// the three fields R31 allows, never host-only metadata (R32).
 type ToolSchema struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// name is the tool name.
@@ -1100,8 +1102,9 @@ func (x *TurnCall) GetArgumentsText() string {
 	return ""
 }
 
-// TurnRequest asks a scope's supervisor to run the calls of one model turn
-// (SPEC §9) on behalf of that scope's agent.
+// TurnRequest asks a scope to run the calls of one model turn
+// (docs/contract.md#turns) on behalf of that scope's agent, as its
+// ExecuteTurn does.
 type TurnRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// turn_id identifies the turn in events.
@@ -1166,8 +1169,8 @@ func (x *TurnRequest) GetMaxParallel() int32 {
 	return 0
 }
 
-// TurnEvent is one scheduling record of a turn, in the order the
-// supervisor recorded it.
+// TurnEvent is one scheduling record of a turn, in the order the turn
+// recorded it.
 type TurnEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// kind says what happened.
