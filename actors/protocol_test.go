@@ -111,7 +111,7 @@ func TestProtocol_RequestFutureReadsAndTurn(t *testing.T) {
 	// A negative max_parallel is refused as ExecuteTurn refuses it (R91).
 	bad, ok := ask(t, h, pid, &messages.TurnRequest{MaxParallel: -1, Calls: []*messages.TurnCall{{CallId: "x", Name: "echo"}}}).(*messages.TurnReply)
 	require.True(t, ok)
-	assert.Contains(t, bad.GetError(), "MaxParallel must be an integer >= 1, got -1")
+	assert.Contains(t, bad.GetError(), "MaxParallel must be at least 1, got -1")
 	assert.Empty(t, bad.GetResults())
 
 	gs, ok := ask(t, h, h.PID(h.Registry().Global()), &messages.GetRequest{Name: "echo"}).(*messages.GetReply)
