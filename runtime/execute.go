@@ -58,7 +58,7 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, 
 		s.snapshotArgs(call.Arguments)
 	}
 	s.sh = sh
-	return r.pipeline(s, scopeGate{r})
+	return r.pipeline(s, scopeAdmitter{r})
 }
 
 // singleExec is a single Execute's execution and its ctx (a turn's calls
@@ -68,19 +68,19 @@ type singleExec struct {
 	cctx callCtx
 }
 
-// gate is the admission of dispatch, supplied by the caller: the scope's
+// admitter is the admission of dispatch, supplied by the caller: the scope's
 // supervisor for single calls, the turn scheduler for turns.
-type gate interface {
+type admitter interface {
 	// acquire admits s's dispatch; the admission is recorded on s and
 	// given back by releaseAdmission. A non-nil result is the outcome of a
 	// call that must not dispatch (nesting.go, Registry.acquire).
 	acquire(s *execState) *Result
 }
 
-// scopeGate admits single executions on their scope's gate (nesting.go).
-type scopeGate struct{ reg *Registry }
+// scopeAdmitter admits single executions on their scope's gate (nesting.go).
+type scopeAdmitter struct{ reg *Registry }
 
-func (g scopeGate) acquire(s *execState) *Result {
+func (g scopeAdmitter) acquire(s *execState) *Result {
 	s.mode, s.classified = Exclusive, true
 	if td, ok := g.reg.resolveExec(s); ok {
 		s.mode = td.classifyExec(s)

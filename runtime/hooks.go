@@ -509,7 +509,7 @@ func (s *execState) spanApproval() { s.stage(CallStage{Stage: StageApproval}) }
 func (s *execState) spanGuards(denied bool) { s.stage(CallStage{Stage: StageGuards, Denied: denied}) }
 
 // spanAdmitted reports the admission of s's dispatch (a turn admits at
-// prepare or on its worker, turnGate; a single call in spanDispatching).
+// prepare or on its worker, turnAdmitter; a single call in spanDispatching).
 func (s *execState) spanAdmitted() {
 	s.hookAdmitted = true
 	s.stage(CallStage{Stage: StageAdmitted})

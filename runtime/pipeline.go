@@ -15,15 +15,15 @@ import (
 // one, R67); finish and the observers see every result.
 //
 // A turn runs the same stages, split at admission and at post-execute
-// (turn.go): prepare is collapse, hooksFor and gate; a call's dispatch is
+// (turn.go): prepare is collapse, hooksFor and preDispatch; a call's dispatch is
 // the turn's admission, dispatch and recheck; commit is postAndRecheck and
 // finish.
-func (r *Registry) pipeline(s *execState, g gate) *Result {
+func (r *Registry) pipeline(s *execState, g admitter) *Result {
 	if res := r.collapse(s); res != nil {
 		return r.finish(s, res, hooks{}) // R107: final, before any hook
 	}
-	h := r.hooksFor(s)        // R85: the hooks of the chain loaded at entry
-	res, post := r.gate(s, h) // R48, R79, pre-execute, approval, guards, R56
+	h := r.hooksFor(s)               // R85: the hooks of the chain loaded at entry
+	res, post := r.preDispatch(s, h) // R48, R79, pre-execute, approval, guards, R56
 	if res == nil {
 		var final bool
 		res, final = r.dispatch(s, h, g) // admission, around hooks, base, R65
@@ -40,12 +40,12 @@ func (r *Registry) pipeline(s *execState, g gate) *Result {
 	return r.finish(s, res, h) // R72–R75
 }
 
-// gate is R49 from entry to admission: the argument failure (R48) and the
+// preDispatch is R49 from entry to admission: the argument failure (R48) and the
 // pre-cancelled check (R79), both final; pre-execute (R52), approval if
 // asked (R55), the guards if allowed (R37) and the cancellation check after
 // them (R56). It returns nil when the call goes on to admission; otherwise
 // the candidate result and whether it is a post result.
-func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
+func (r *Registry) preDispatch(s *execState, h hooks) (res *Result, post bool) {
 	if s.args == nil {
 		return argsFailure(s.argsOver, r.cfg.argBound()), false // R48: wins over everything
 	}
@@ -188,7 +188,7 @@ func layerGuards(n *core.Node, ex Execution) (reason string, deny bool, err erro
 // around hooks wrapping the base dispatch (R58–R64), then normalization and
 // the context merge (R65). final means post-execute is skipped (R65, R66);
 // a refused admission is a post result (N3, N4).
-func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final bool) {
+func (r *Registry) dispatch(s *execState, h hooks, g admitter) (res *Result, final bool) {
 	if g != nil {
 		if res := g.acquire(s); res != nil {
 			return res, false

@@ -230,7 +230,7 @@ type turnRun struct {
 	t      *sched.Turn
 	out    *TurnResult
 	states []turnCall
-	g      turnGate
+	g      turnAdmitter
 
 	group      int32
 	groupHead  int
@@ -260,7 +260,7 @@ func (r *Registry) newTurnRun(node *core.Node, agent string, calls []TurnCall, o
 	tr := &turnRun{
 		reg: r, node: node, agent: agent, calls: calls, o: o,
 		states:    make([]turnCall, len(calls)),
-		g:         turnGate{reg: r, node: node},
+		g:         turnAdmitter{reg: r, node: node},
 		groupHead: -1,
 	}
 	tr.out = &tr.result
@@ -503,7 +503,7 @@ func (tr *turnRun) prepare(i int) bool {
 		return false
 	}
 	tc.h = r.hooksFor(tc.s)
-	res, post := r.gate(tc.s, tc.h)
+	res, post := r.preDispatch(tc.s, tc.h)
 	if res == nil {
 		// Admission is the dispatch's first step (dispatchAndReport), but
 		// a dispatch the gate admits at once is admitted here, so the
@@ -603,7 +603,7 @@ func schedMode(m Mode) sched.Mode {
 	return sched.Exclusive
 }
 
-// turnGate finds the scope's gate a turn's dispatches are admitted on, one
+// turnAdmitter finds the scope's gate a turn's dispatches are admitted on, one
 // admission per dispatch, waited for and released by the dispatch itself
 // (like a single Execute). The turn's driver never holds an admission, nor
 // waits for one: a hook or observer in prepare or commit may run a nested
@@ -612,14 +612,14 @@ func schedMode(m Mode) sched.Mode {
 // (R94, R95). (A dispatch held for the driver to run itself is started on a
 // worker before any further user code runs.) Used only by whoever drives
 // the turn.
-type turnGate struct {
+type turnAdmitter struct {
 	reg    *Registry
 	node   *core.Node
 	sh     *shell
 	loaded bool
 }
 
-func (g *turnGate) shell() *shell {
+func (g *turnAdmitter) shell() *shell {
 	if !g.loaded {
 		g.sh = g.reg.admission(g.node)
 		g.loaded = true
@@ -630,7 +630,7 @@ func (g *turnGate) shell() *shell {
 // admit admits s's dispatch on sh; a non-nil result is a refusal (ctx
 // ended while waiting, WOULD_DEADLOCK), which goes on through post-execute
 // as a single Execute's does.
-func (g *turnGate) admit(s *execState, sh *shell) *Result {
+func (g *turnAdmitter) admit(s *execState, sh *shell) *Result {
 	if res := g.reg.refusedFromCallback(s, sh); res != nil {
 		return res
 	}
