@@ -736,7 +736,7 @@ func (e *ckEpoch) close(rng *rand.Rand) {
 // checkAtRest runs when every call of the epoch has returned: no scope
 // the epoch made may have an admission still taken, and no live scope a
 // caller still waiting for one. A caller that gave up left its waiter for
-// the supervisor actor to drop, which it does on its own time: the check
+// the admission line to drop, which it does on its own time: the check
 // looks again for up to restLimit before it reports. (A scope disposed
 // under waiting callers may keep their marks on its dead gate: counted,
 // not failed.)

@@ -69,7 +69,7 @@ type singleExec struct {
 }
 
 // admitter is the admission of dispatch, supplied by the caller: the scope's
-// supervisor for single calls, the turn scheduler for turns.
+// admission line for single calls, the turn scheduler for turns.
 type admitter interface {
 	// acquire admits s's dispatch; the admission is recorded on s and
 	// given back by releaseAdmission. A non-nil result is the outcome of a

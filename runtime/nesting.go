@@ -104,9 +104,9 @@ func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execS
 // admit.Nest, a single-goroutine policy over ids (here *execState for a
 // call and *shell for a scope; its doc tells the rules). This file is its
 // shell: calls that are not nested take the scope's gate as before — one
-// CAS when nobody waits, else the supervisor's FIFO queue — and a nested
+// CAS when nobody waits, else the admission line's FIFO queue — and a nested
 // call takes the registry's nest lock, asks the policy, and does what it
-// answers: wait on a channel, post to a supervisor, wake waiters, kick
+// answers: wait on a channel, post to an admission line, wake waiters, kick
 // queues.
 
 // nestState is the registry's nested admission: the policy and the
@@ -172,8 +172,8 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 				return nil
 			}
 			out := admitGone
-			if sup := r.supervisorFor(sh); sup != nil {
-				out = sup.admitWait(s.cx(), parallel)
+			if line := r.lineFor(sh); line != nil {
+				out = line.admitWait(s.cx(), parallel)
 			}
 			switch out {
 			case admitCancelled:
@@ -263,7 +263,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 // taken out of the line, by the policy (ready), or for its ctx to end.
 func (r *Registry) waitInLine(s *execState, sh *shell, aw *admit.Waiter, ready chan struct{}) *Result {
 	n := &r.nest
-	if sup := r.supervisorFor(sh); sup == nil || !sup.post(supOp{w: aw}) {
+	if line := r.lineFor(sh); line == nil || !line.post(lineOp{w: aw}) {
 		// The scope was torn down: nobody keeps its line any more; wait as
 		// a nested call that skips it.
 		n.mu.Lock()
@@ -343,12 +343,12 @@ func (r *Registry) releaseOn(sh *shell, excl bool) {
 	}
 }
 
-// kick has sh's supervisor admit whoever fits now. The supervisor may not
+// kick has sh's admission line admit whoever fits now. The admission line may not
 // exist yet (a waiter that failed the fast path may still be spawning it),
 // so it is spawned here rather than the kick dropped.
 func (r *Registry) kick(sh *shell) {
-	if sup := r.supervisorFor(sh); sup != nil {
-		sup.kick()
+	if line := r.lineFor(sh); line != nil {
+		line.kick()
 	}
 }
 

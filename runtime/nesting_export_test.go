@@ -39,9 +39,9 @@ func NestWaitersForTest(reg *Registry) int {
 }
 
 // QueuedForTest reports the calls waiting for admission that are not
-// nested (pending or in a supervisor's queue), across the registry.
+// nested (pending or in an admission line's queue), across the registry.
 func QueuedForTest(reg *Registry) int64 { return reg.queuedCalls() }
 
 // QueuedOnScopeForTest reports whether calls that are not nested wait in
-// (or are on their way to) the supervisor's queue of s's own gate.
+// (or are on their way to) the admission line's queue of s's own gate.
 func QueuedOnScopeForTest(s *Scope) bool { return s.shell.gate.Load().Queued() }

@@ -77,7 +77,7 @@ func (t *teardownState) end(r *Registry) {
 
 // shell is what a scope and its owner groups share: the mutex that makes
 // the scope the single writer of its layer, and its admission (the gate,
-// the supervisor that keeps its FIFO line, the nested admission state).
+// the admission line that keeps its FIFO line, the nested admission state).
 type shell struct {
 	// mu serialises the mutations of the scope's layer (apply: each is a
 	// pure function of the published layer to the next, registry code,
@@ -85,7 +85,7 @@ type shell struct {
 	// before the scope is stopped or finds it stopped.
 	mu      sync.Mutex
 	stopped bool
-	sup     atomic.Pointer[supervisor]
+	line    atomic.Pointer[admissionLine]
 	gone    atomic.Bool // the scope was torn down (stale handles look up the live one)
 	gate    admit.Gate
 	nest    *shellNest // nested admission (nesting.go), guarded by Registry.nest.mu
@@ -129,7 +129,7 @@ func applyTo(node *core.Node, fn func(cur *core.Layer) (*core.Layer, error)) (er
 }
 
 // stop waits for the mutation in progress, if any, refuses later ones and
-// retires the scope's supervisor.
+// retires the scope's admission line.
 func (s *Scope) stop() {
 	sh := s.shell
 	sh.mu.Lock()
@@ -140,8 +140,8 @@ func (s *Scope) stop() {
 	sh.stopped = true
 	sh.gone.Store(true)
 	sh.mu.Unlock()
-	if sup := sh.sup.Load(); sup != nil {
-		sup.retire() // the calls in line keep their order (supervisor.go)
+	if line := sh.line.Load(); line != nil {
+		line.retire() // the calls in line keep their order (admission_line.go)
 	}
 }
 

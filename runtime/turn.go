@@ -86,7 +86,7 @@ func WithTurnID(id string) TurnOption {
 // ExecuteTurn runs the calls of one assistant message (SPEC §9): parallel
 // calls overlap in a rolling pool of at most MaxParallel dispatches, an
 // exclusive call is a barrier, and post-execute, results and contexts
-// follow model order. The turn is one message to the scope's supervisor
+// follow model order. The turn is one message to the scope's admission line
 // and shares the scope's admission with single executions. The error is
 // for configuration and internal scheduler failures only (R98); tool
 // outcomes are results.
@@ -119,8 +119,8 @@ func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnO
 	return s.reg.turnVia(ctx, s.viewNode(), s.node.Key, calls, o)
 }
 
-// turnVia hands the turn to the scope's supervisor when admissions are
-// queued. The supervisor takes it in arrival order and gives the go-ahead;
+// turnVia hands the turn to the scope's admission line when admissions are
+// queued. The admission line takes it in arrival order and gives the go-ahead;
 // the turn then runs on the caller's goroutine and the
 // dispatch workers (see turnRun), so no goroutine sits idle waiting for the
 // answer.
@@ -134,15 +134,15 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	defer r.exit(&tr.cctx)
 	// The go-ahead orders the turn after the admissions asked for before
 	// it. With none queued or on its way (the gate says so) there is
-	// nothing to order against, so the supervisor's mutex is not taken;
+	// nothing to order against, so the admission line's mutex is not taken;
 	// the turn's
 	// dispatches still take the gate like any call.
 	if sh := r.admission(node); sh == nil || !sh.gate.Load().Queued() {
 		return tr.run(&tr.cctx)
 	}
-	if sup := r.supervisorOf(node); sup != nil {
+	if line := r.lineOf(node); line != nil {
 		tr.ready.Add(1)
-		if sup.postTurn(&tr.ready) {
+		if line.postTurn(&tr.ready) {
 			// Bounded without the ctx: postTurn has given the go-ahead by the
 			// time it returns (no user code runs there); waiting on
 			// ctx.Done here would fuse every turn's ctx (allocations).
@@ -249,7 +249,7 @@ type turnRun struct {
 	// Allocated with the turn (one block, see newTurnRun).
 	result TurnResult
 	cctx   callCtx        // the turn's ctx under the registry's lifecycle (ExecuteTurn)
-	ready  sync.WaitGroup // the supervisor's go-ahead (turnVia)
+	ready  sync.WaitGroup // the admission line's go-ahead (turnVia)
 }
 
 // newTurnRun allocates a turn's state in a fixed number of blocks, whatever

@@ -11,7 +11,7 @@ import (
 )
 
 // TestTranscripts runs the admission transcripts in testdata/*.txt: a
-// scope's gate, its supervisor's queue and the registry's nested policy
+// scope's gate, its admission line's queue and the registry's nested policy
 // (Nest), driven one step at a time on one goroutine the way the runtime
 // drives them, every step's outcome written down. Regenerate the expected
 // output with `go test ./internal/admit -run TestTranscripts -rewrite`
@@ -23,9 +23,9 @@ import (
 //	                                            is the call it runs within (its host)
 //	end id=A                                    A's dispatch ends: it releases what it holds
 //	cancel id=A                                 A's ctx ends while it waits
-//	dispose scope=s                             s is torn down: its supervisor retires
+//	dispose scope=s                             s is torn down: its admission line retires
 //	                                            (keeps its line, stops once it is empty)
-//	drain scope=s                               s's supervisor stops for good: everyone
+//	drain scope=s                               s's admission line stops for good: everyone
 //	                                            still in line is admitted
 //	state                                       every scope and every call
 //
@@ -226,7 +226,7 @@ func (h *harness) acquire(x *tCall) {
 	h.apply(fx)
 }
 
-// post hands x's entry to the scope's queue (the supervisor's Admit).
+// post hands x's entry to the scope's queue (the admission line's Admit).
 func (h *harness) post(sc *tScope, x *tCall) {
 	sc.entries[x.entry] = x.id
 	for _, w := range sc.queue.Admit(x.entry) {
