@@ -33,13 +33,13 @@ type lineOp struct {
 	ready *sync.WaitGroup // a turn's go-ahead (postTurn)
 }
 
-// admission returns the shell whose gate admits node's dispatches: the live
+// admission returns the scopeState whose gate admits node's dispatches: the live
 // scope's of node's key; the global scope's for calls with no agent, and
 // for a key with no live scope (disposed, R6: a disposed key reads like a
 // key never created, whose calls have no node and are admitted here too).
-func (r *Registry) admission(node *core.Node) *shell {
+func (r *Registry) admission(node *core.Node) *scopeState {
 	if node == nil {
-		return r.global.shell
+		return r.global.state
 	}
 	// By key: a stale handle (its scope disposed, the key created again,
 	// perhaps under a new record) admits on the live scope's gate.
@@ -51,9 +51,9 @@ func (r *Registry) admission(node *core.Node) *shell {
 	}
 	r.mu.RUnlock()
 	if live == nil {
-		return r.global.shell
+		return r.global.state
 	}
-	return live.shell
+	return live.state
 }
 
 // lineOf returns the admission line of node's scope, creating it on first
@@ -66,7 +66,7 @@ func (r *Registry) lineOf(node *core.Node) *admissionLine {
 	return r.lineFor(sh)
 }
 
-func (r *Registry) lineFor(sh *shell) *admissionLine {
+func (r *Registry) lineFor(sh *scopeState) *admissionLine {
 	if line := sh.line.Load(); line != nil {
 		return line
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/toolscope/toolscope/internal/core"
 )
 
-func newTestLine() (*shell, *admissionLine) {
-	sh := &shell{}
+func newTestLine() (*scopeState, *admissionLine) {
+	sh := &scopeState{}
 	return sh, &admissionLine{gate: &sh.gate, queue: admit.Queue{G: &sh.gate}}
 }
 
@@ -25,7 +25,7 @@ func isClosed(ch chan struct{}) bool {
 
 // waitInLine is what acquire does when the fast path fails: count itself on
 // the way (TryAcquire), then get in line.
-func waitInLine(t *testing.T, sh *shell, line *admissionLine, parallel bool) *admit.Waiter {
+func waitInLine(t *testing.T, sh *scopeState, line *admissionLine, parallel bool) *admit.Waiter {
 	t.Helper()
 	if sh.gate.TryAcquire(parallel) {
 		t.Fatal("admitted at once; the test wants it in line")

@@ -22,9 +22,9 @@ type execState struct {
 	parent Token
 	host   *execState // the execution this one runs within, for admission (nesting.go)
 	node   *core.Node
-	sh     *shell     // the scope's admission, when the caller has it at hand
-	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the contract says live (R40, R61, R65, R69)
-	args   []byte     // argument snapshot; nil when it failed (R48)
+	sh     *scopeState // the scope's admission, when the caller has it at hand
+	chain  core.Chain  // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the contract says live (R40, R61, R65, R69)
+	args   []byte      // argument snapshot; nil when it failed (R48)
 	// argCopy, when not nil, is a spare copy of args for the first
 	// classifier call (a turn makes its calls' copies in one allocation).
 	argCopy []byte
@@ -48,7 +48,7 @@ type execState struct {
 	// released); holdExcl and holdSlot, written before holding is stored,
 	// say whether it is exclusive and whether it is a slot of the gate or
 	// runs inside an ancestor's (nesting.go).
-	holding     atomic.Pointer[shell]
+	holding     atomic.Pointer[scopeState]
 	typedOut    []byte // a typed body's canonical output (see typedOutMarker)
 	aroundErr   error
 	mode        Mode

@@ -13,7 +13,7 @@ import (
 // result.
 func (s *Scope) Execute(ctx context.Context, call Call) *Result {
 	call.Agent = s.node.Key
-	return s.reg.executeWith(ctx, s.viewNode(), s.shell, call)
+	return s.reg.executeWith(ctx, s.viewNode(), s.state, call)
 }
 
 // Execute runs one call in the view of call.Agent ("" = global view).
@@ -25,15 +25,15 @@ func (r *Registry) executeOn(ctx context.Context, node *core.Node, call Call) *R
 	return r.executeWith(ctx, node, nil, call)
 }
 
-// executeWith runs a call; sh is the scope's shell when the caller holds
+// executeWith runs a call; sh is the scope's state when the caller holds
 // the handle (saves a registry lookup on the hot path), else nil.
-func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, call Call) *Result {
+func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *scopeState, call Call) *Result {
 	return r.executeArgs(ctx, node, sh, call, nil)
 }
 
 // executeArgs is executeWith; non-empty raw stands for call.Arguments =
 // json.RawMessage(raw), without boxing it (the protobuf request's bytes).
-func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, call Call, raw []byte) *Result {
+func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *scopeState, call Call, raw []byte) *Result {
 	if ctx == nil {
 		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
 	}

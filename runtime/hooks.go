@@ -396,12 +396,12 @@ func (r *Registry) Queued() int { return int(r.queuedCalls()) }
 
 // queuedCalls sums the calls waiting for admission in every live scope.
 func (r *Registry) queuedCalls() int64 {
-	n := r.global.shell.gate.Waiting()
+	n := r.global.state.gate.Waiting()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, rec := range r.scopes {
 		if rec.live != nil {
-			n += rec.live.shell.gate.Waiting()
+			n += rec.live.state.gate.Waiting()
 		}
 	}
 	return n

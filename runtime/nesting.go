@@ -102,8 +102,8 @@ func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execS
 
 // Nested admission (issue 11, R86, contract N1–N6) is decided by
 // admit.Nest, a single-goroutine policy over ids (here *execState for a
-// call and *shell for a scope; its doc tells the rules). This file is its
-// shell: calls that are not nested take the scope's gate as before — one
+// call and *scopeState for a scope; its doc tells the rules). This file is its
+// driver: calls that are not nested take the scope's gate as before — one
 // CAS when nobody waits, else the admission line's FIFO queue — and a nested
 // call takes the registry's nest lock, asks the policy, and does what it
 // answers: wait on a channel, post to an admission line, wake waiters, kick
@@ -114,13 +114,13 @@ func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execS
 // one lock serves every scope.
 type nestState struct {
 	mu    sync.Mutex
-	p     admit.Nest[*execState, *shell, nestWorld]
+	p     admit.Nest[*execState, *scopeState, nestWorld]
 	ready map[*execState]chan struct{} // closed when the policy admits the call (Effects.Wake)
 }
 
-// shellNest is the nested side of one scope's admission, allocated on first
+// scopeNest is the nested side of one scope's admission, allocated on first
 // use (an idle scope pays a nil pointer). Guarded by Registry.nest.mu.
-type shellNest = admit.Inside[*execState]
+type scopeNest = admit.Inside[*execState]
 
 // nestWorld is what the policy reads and records about executions and
 // scopes: hosts, the admission each holds, each scope's gate.
@@ -128,20 +128,20 @@ type nestWorld struct{}
 
 func (nestWorld) Host(s *execState) *execState { return s.host }
 
-func (nestWorld) Holding(s *execState) (*shell, bool) { return s.holder() }
+func (nestWorld) Holding(s *execState) (*scopeState, bool) { return s.holder() }
 
-func (nestWorld) Hold(s *execState, sh *shell, excl, slot bool) { s.hold(sh, excl, slot) }
+func (nestWorld) Hold(s *execState, sh *scopeState, excl, slot bool) { s.hold(sh, excl, slot) }
 
-func (nestWorld) Scope(sh *shell) (*admit.Gate, *shellNest) {
+func (nestWorld) Scope(sh *scopeState) (*admit.Gate, *scopeNest) {
 	if sh.nest == nil {
-		sh.nest = &shellNest{} // under nest.mu: the policy is only called with it held
+		sh.nest = &scopeNest{} // under nest.mu: the policy is only called with it held
 	}
 	return &sh.gate, sh.nest
 }
 
 // holder returns the admission s holds (nil if none) and whether it is
 // exclusive.
-func (s *execState) holder() (*shell, bool) {
+func (s *execState) holder() (*scopeState, bool) {
 	sh := s.holding.Load()
 	if sh == nil {
 		return nil, false
@@ -154,14 +154,14 @@ func (s *execState) holder() (*shell, bool) {
 func (r *Registry) nestedCall(s *execState) bool { return r.nest.p.Nested(s) }
 
 // insideOf reports whether an ancestor of s holds sh.
-func (r *Registry) insideOf(s *execState, sh *shell) bool { return r.nest.p.Inside(s, sh) }
+func (r *Registry) insideOf(s *execState, sh *scopeState) bool { return r.nest.p.Inside(s, sh) }
 
 // acquire admits s's dispatch on sh (nil: nothing to serialize against). A
 // nil result means s may dispatch and owes releaseAdmission; otherwise the
 // result is s's outcome and nothing is owed: ABORTED_BEFORE_DISPATCH when
 // its ctx ended while it waited, WOULD_DEADLOCK when waiting could never
 // end.
-func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
+func (r *Registry) acquire(s *execState, sh *scopeState, parallel bool) *Result {
 	if sh == nil {
 		return nil
 	}
@@ -198,14 +198,14 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 
 // hold records the admission s holds; holdExcl is written before holding,
 // which publishes it.
-func (s *execState) hold(sh *shell, excl, slot bool) {
+func (s *execState) hold(sh *scopeState, excl, slot bool) {
 	s.holdExcl, s.holdSlot = excl, slot
 	s.holding.Store(sh)
 }
 
 // applyNest does what the policy answered: wake the waiters it admitted, kick
 // the queues that may admit someone now. Caller holds nest.mu.
-func (r *Registry) applyNest(fx admit.Effects[*execState, *shell]) {
+func (r *Registry) applyNest(fx admit.Effects[*execState, *scopeState]) {
 	n := &r.nest
 	for _, s := range fx.Wake {
 		close(n.ready[s])
@@ -227,7 +227,7 @@ func (n *nestState) waitChan(s *execState) chan struct{} {
 	return ch
 }
 
-func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result {
+func (r *Registry) acquireNested(s *execState, sh *scopeState, parallel bool) *Result {
 	n := &r.nest
 	n.mu.Lock()
 	d, fx := n.p.Enter(s, sh, parallel)
@@ -261,7 +261,7 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 
 // waitInLine waits for s's admission by the scope's queue (aw), or, once
 // taken out of the line, by the policy (ready), or for its ctx to end.
-func (r *Registry) waitInLine(s *execState, sh *shell, aw *admit.Waiter, ready chan struct{}) *Result {
+func (r *Registry) waitInLine(s *execState, sh *scopeState, aw *admit.Waiter, ready chan struct{}) *Result {
 	n := &r.nest
 	if line := r.lineFor(sh); line == nil || !line.post(lineOp{w: aw}) {
 		// The scope was torn down: nobody keeps its line any more; wait as
@@ -328,7 +328,7 @@ func (r *Registry) releaseAdmission(s *execState) {
 
 // releaseOn gives back a slot of sh's gate: one CAS when nobody waits;
 // otherwise the slot is given back here and whoever waits is looked at.
-func (r *Registry) releaseOn(sh *shell, excl bool) {
+func (r *Registry) releaseOn(sh *scopeState, excl bool) {
 	if sh.gate.TryRelease(excl) {
 		return
 	}
@@ -346,13 +346,13 @@ func (r *Registry) releaseOn(sh *shell, excl bool) {
 // kick has sh's admission line admit whoever fits now. The admission line may not
 // exist yet (a waiter that failed the fast path may still be spawning it),
 // so it is spawned here rather than the kick dropped.
-func (r *Registry) kick(sh *shell) {
+func (r *Registry) kick(sh *scopeState) {
 	if line := r.lineFor(sh); line != nil {
 		line.kick()
 	}
 }
 
-func wouldDeadlock(s *execState, sh *shell) *Result {
+func wouldDeadlock(s *execState, sh *scopeState) *Result {
 	key := "the global scope"
 	if s.node != nil {
 		key = fmt.Sprintf("scope %q", s.node.Key)

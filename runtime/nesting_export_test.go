@@ -19,7 +19,7 @@ func NestStateForTest(reg *Registry) string {
 		}
 		return fmt.Sprintf("%s/%s@%s[%s]", s.callID, s.name, s.agent, h)
 	}
-	n.p.EachWaiter(func(s *execState, sh *shell, parallel, inLine bool) {
+	n.p.EachWaiter(func(s *execState, sh *scopeState, parallel, inLine bool) {
 		fmt.Fprintf(&b, "waiter %s on %p parallel=%v in-line=%v gate=%#x inside=%v\n", desc(s), sh, parallel, inLine, uint64(sh.gate.Load()), reg.insideOf(s, sh))
 		for p := s.host; p != nil; p = p.host {
 			fmt.Fprintf(&b, "   host %s\n", desc(p))
@@ -44,4 +44,4 @@ func QueuedForTest(reg *Registry) int64 { return reg.queuedCalls() }
 
 // QueuedOnScopeForTest reports whether calls that are not nested wait in
 // (or are on their way to) the admission line's queue of s's own gate.
-func QueuedOnScopeForTest(s *Scope) bool { return s.shell.gate.Load().Queued() }
+func QueuedOnScopeForTest(s *Scope) bool { return s.state.gate.Load().Queued() }

@@ -17,8 +17,8 @@ import (
 type Scope struct {
 	reg   *Registry
 	node  *core.Node
-	rec   *scopeRec // nil for the global scope
-	shell *shell    // shared by a scope and its owner groups
+	rec   *scopeRec   // nil for the global scope
+	state *scopeState // shared by a scope and its owner groups
 	own   *owner
 	group bool
 	// groupReg is the group's entry in its parent's owner list.
@@ -75,10 +75,10 @@ func (t *teardownState) end(r *Registry) {
 	}
 }
 
-// shell is what a scope and its owner groups share: the mutex that makes
+// scopeState is what a scope and its owner groups share: the mutex that makes
 // the scope the single writer of its layer, and its admission (the gate,
 // the admission line that keeps its FIFO line, the nested admission state).
-type shell struct {
+type scopeState struct {
 	// mu serialises the mutations of the scope's layer (apply: each is a
 	// pure function of the published layer to the next, registry code,
 	// never user code) and guards stopped, so a mutation either completes
@@ -88,11 +88,11 @@ type shell struct {
 	line    atomic.Pointer[admissionLine]
 	gone    atomic.Bool // the scope was torn down (stale handles look up the live one)
 	gate    admit.Gate
-	nest    *shellNest // nested admission (nesting.go), guarded by Registry.nest.mu
+	nest    *scopeNest // nested admission (nesting.go), guarded by Registry.nest.mu
 }
 
 func (r *Registry) spawnScope(node *core.Node) *Scope {
-	sc := &Scope{reg: r, node: node, shell: &shell{}}
+	sc := &Scope{reg: r, node: node, state: &scopeState{}}
 	sc.own = &sc.ownStore
 	return sc
 }
@@ -100,7 +100,7 @@ func (r *Registry) spawnScope(node *core.Node) *Scope {
 // apply runs fn on the node's layer and publishes the result, one mutation
 // of the scope at a time.
 func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
-	sh := s.shell
+	sh := s.state
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.stopped {
@@ -131,7 +131,7 @@ func applyTo(node *core.Node, fn func(cur *core.Layer) (*core.Layer, error)) (er
 // stop waits for the mutation in progress, if any, refuses later ones and
 // retires the scope's admission line.
 func (s *Scope) stop() {
-	sh := s.shell
+	sh := s.state
 	sh.mu.Lock()
 	if sh.stopped {
 		sh.mu.Unlock()
@@ -320,7 +320,7 @@ func (s *Scope) Group() (*Scope, error) {
 		return nil, err
 	}
 	defer s.own.end()
-	g := &Scope{reg: s.reg, node: s.node, rec: s.rec, shell: s.shell, own: &owner{}, group: true}
+	g := &Scope{reg: s.reg, node: s.node, rec: s.rec, state: s.state, own: &owner{}, group: true}
 	g.groupReg = &registration{
 		remove: func(m *teardownState) bool { g.own.teardown(m); return false },
 		group:  true,

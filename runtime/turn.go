@@ -160,8 +160,8 @@ type turnCall struct {
 	res      *Result // candidate result once prepared or dispatched
 	post     bool    // res still passes through post-execute
 	dispatch bool
-	admitOn  *shell // the gate the dispatch is admitted on (nil: none)
-	admitted bool   // admitted at prepare already (nothing to wait for)
+	admitOn  *scopeState // the gate the dispatch is admitted on (nil: none)
+	admitted bool        // admitted at prepare already (nothing to wait for)
 
 	// For the dispatch task (run on a pool worker, no closure per call).
 	tr   *turnRun
@@ -510,7 +510,7 @@ func (tr *turnRun) prepare(i int) bool {
 		// turn's calls take their slots in model order when nothing waits
 		// (a later prepare's hooks see the earlier call admitted). One
 		// that would wait does so on its own goroutine.
-		tc.admitOn = tr.g.shell()
+		tc.admitOn = tr.g.state()
 		if r.admitsNow(tc.s, tc.admitOn) {
 			res = tr.g.admit(tc.s, tc.admitOn)
 			tc.admitted = res == nil
@@ -615,11 +615,11 @@ func schedMode(m Mode) sched.Mode {
 type turnAdmitter struct {
 	reg    *Registry
 	node   *core.Node
-	sh     *shell
+	sh     *scopeState
 	loaded bool
 }
 
-func (g *turnAdmitter) shell() *shell {
+func (g *turnAdmitter) state() *scopeState {
 	if !g.loaded {
 		g.sh = g.reg.admission(g.node)
 		g.loaded = true
@@ -630,7 +630,7 @@ func (g *turnAdmitter) shell() *shell {
 // admit admits s's dispatch on sh; a non-nil result is a refusal (ctx
 // ended while waiting, WOULD_DEADLOCK), which goes on through post-execute
 // as a single Execute's does.
-func (g *turnAdmitter) admit(s *execState, sh *shell) *Result {
+func (g *turnAdmitter) admit(s *execState, sh *scopeState) *Result {
 	if res := g.reg.refusedFromCallback(s, sh); res != nil {
 		return res
 	}
@@ -645,7 +645,7 @@ func (g *turnAdmitter) admit(s *execState, sh *shell) *Result {
 // (a snapshot: a call racing for the slot may still make it wait). A
 // nested dispatch is decided by nested admission, which may wait: never at
 // once.
-func (r *Registry) admitsNow(s *execState, sh *shell) bool {
+func (r *Registry) admitsNow(s *execState, sh *scopeState) bool {
 	if sh == nil {
 		return true
 	}
