@@ -12,7 +12,7 @@ import (
 // gate. A call that the gate's CAS fast path does not admit (admit.Gate)
 // gets in line here; parallel calls overlap, an exclusive call runs alone,
 // first come first served. It is plain in-process state under a mutex: a
-// request (an admission, a kick, a turn's go-ahead) is applied to the
+// request (an admission, an admission of those waiting, a turn's go-ahead) is applied to the
 // queue at once, on the caller's goroutine, and the waiters it admits have
 // their Ready channels closed after the mutex is released. No goroutine,
 // actor or message hop is involved, and no user code runs under the mutex.
@@ -27,7 +27,7 @@ type admissionLine struct {
 	queue    admit.Queue
 }
 
-// lineOp is one request: an admission (w), a kick (neither) or a turn.
+// lineOp is one request: an admission (w), admitWaiting (neither) or a turn.
 type lineOp struct {
 	w     *admit.Waiter
 	ready *sync.WaitGroup // a turn's go-ahead (postTurn)
@@ -44,10 +44,10 @@ func (r *Registry) admission(node *core.Node) *scopeState {
 	// By key: a stale handle (its scope disposed, the key created again,
 	// perhaps under a new record) admits on the live scope's gate.
 	r.mu.RLock()
-	rec := r.scopes[node.Key]
+	record := r.scopes[node.Key]
 	var live *Scope
-	if rec != nil {
-		live = rec.live
+	if record != nil {
+		live = record.live
 	}
 	r.mu.RUnlock()
 	if live == nil {
@@ -95,7 +95,7 @@ func (line *admissionLine) admitWait(ctx context.Context, parallel bool) admitOu
 	case <-ctx.Done():
 	}
 	if line.gate.Leave(w) {
-		line.kick() // the waiters behind it may fit now
+		line.admitWaiting() // the waiters behind it may fit now
 		return admitCancelled
 	}
 	<-w.Ready // admitted as ctx ended: the dispatch sees ctx and aborts
@@ -119,9 +119,9 @@ func (line *admissionLine) postTurn(ready *sync.WaitGroup) bool {
 	return line.post(lineOp{ready: ready})
 }
 
-// kick admits whoever fits now (a slot was given back outside the queue, a
+// admitWaiting admits whoever fits now (a slot was given back outside the queue, a
 // waiter left it, or the nested marks cleared).
-func (line *admissionLine) kick() { line.post(lineOp{}) }
+func (line *admissionLine) admitWaiting() { line.post(lineOp{}) }
 
 // post applies op to the queue in arrival order (the mutex's) and then, once
 // the mutex is released, wakes the waiters it admitted and gives a turn its
@@ -138,7 +138,7 @@ func (line *admissionLine) post(op lineOp) bool {
 	case op.w != nil:
 		ws = line.queue.Admit(op.w)
 	default:
-		ws = line.queue.Kick()
+		ws = line.queue.AdmitWaiting()
 	}
 	if line.retiring {
 		ws = line.stopIfIdleLocked(ws)

@@ -59,17 +59,17 @@ func TestAdmissionLine_N1_PostAppliesAtOnceInArrivalOrder(t *testing.T) {
 	}
 	ready.Wait() // given at once: would hang if it waited for anything
 
-	// The running call ends: its release finds the line and kicks.
+	// The running call ends: its release finds the line and admits those waiting.
 	sh.gate.Release(true)
-	line.kick()
+	line.admitWaiting()
 	if !isClosed(x.Ready) {
-		t.Fatal("the first in line (exclusive) was not admitted when kick returned")
+		t.Fatal("the first in line (exclusive) was not admitted when admitWaiting returned")
 	}
 	if isClosed(p1.Ready) || isClosed(p2.Ready) {
 		t.Fatal("parallel waiters overlapped the exclusive call admitted before them")
 	}
 	sh.gate.Release(true)
-	line.kick()
+	line.admitWaiting()
 	if !isClosed(p1.Ready) || !isClosed(p2.Ready) {
 		t.Fatal("the parallel waiters were not admitted together once the exclusive call ended")
 	}
@@ -101,13 +101,13 @@ func TestAdmissionLine_R7_RetireKeepsTheLineThenStops(t *testing.T) {
 	}
 	sh.gate.Release(true)
 	if !line.post(lineOp{}) {
-		t.Fatal("a retiring admission line with calls in line refused a kick")
+		t.Fatal("a retiring admission line with calls in line refused admitWaiting")
 	}
 	if !isClosed(x1.Ready) || isClosed(x2.Ready) {
 		t.Fatal("a retiring admission line did not keep its line in order and exclusive")
 	}
 	sh.gate.Release(true)
-	line.kick() // admits x2: the line is empty now, so it stops
+	line.admitWaiting() // admits x2: the line is empty now, so it stops
 	if !isClosed(x2.Ready) {
 		t.Fatal("the last in line was not admitted")
 	}

@@ -10,15 +10,15 @@ import (
 // base is the innermost next (R61).
 func (r *Registry) base(s *execState, ctx context.Context) *Result {
 	bodyCtx := ctx
-	if ctx != s.cx() {
+	if ctx != s.ctx() {
 		// R60: fuse the caller ctx and the wrapper's ctx. Err answers from
 		// both at once (a cancellation of the caller is seen here before
 		// the body runs, not when AfterFunc gets round to it); Done closes
 		// when either does.
 		fused, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(s.cx(), cancel)
+		stop := context.AfterFunc(s.ctx(), cancel)
 		defer func() { stop(); cancel() }()
-		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.cx(), s: s}
+		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.ctx(), s: s}
 	}
 	if bodyCtx.Err() != nil {
 		return stamped(s, abortedBeforeDispatch())

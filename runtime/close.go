@@ -328,9 +328,9 @@ func (r *Registry) shutdown() {
 	r.life.waitDrained()
 	r.mu.RLock()
 	live := make([]*Scope, 0, len(r.scopes))
-	for _, rec := range r.scopes {
-		if rec.live != nil {
-			live = append(live, rec.live)
+	for _, record := range r.scopes {
+		if record.live != nil {
+			live = append(live, record.live)
 		}
 	}
 	r.mu.RUnlock()

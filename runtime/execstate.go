@@ -14,7 +14,7 @@ import (
 // what the body leaves behind (deferred contexts, the turn mark).
 type execState struct {
 	reg    *Registry
-	ectx   execCtx // the caller's (or turn's) ctx carrying this execution (cx)
+	ectx   execCtx // the caller's (or turn's) ctx carrying this execution (ctx)
 	callID string
 	rootID string
 	name   string
@@ -71,8 +71,8 @@ type execState struct {
 	hookDispatching bool
 }
 
-// cx is the execution's ctx: the caller's (or turn's), carrying it.
-func (s *execState) cx() context.Context { return &s.ectx }
+// ctx is the execution's ctx: the caller's (or turn's), carrying it.
+func (s *execState) ctx() context.Context { return &s.ectx }
 
 // initExec fills a zero execState in place (a turn allocates all of its
 // executions at once).

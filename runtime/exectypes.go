@@ -45,7 +45,7 @@ func (e Execution) Arguments() (args json.RawMessage, ok bool) {
 }
 
 // Context returns the caller's context (R59).
-func (e Execution) Context() context.Context { return e.s.cx() }
+func (e Execution) Context() context.Context { return e.s.ctx() }
 
 // RunContext is what a tool body gets besides ctx and arguments (R77, R78).
 type RunContext struct{ s *execState }

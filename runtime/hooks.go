@@ -371,7 +371,7 @@ func (h *hookSet) forCalls() *hookSet {
 // recover is deferred around one hook: it contains a panic.
 func (h *hookSet) recover(field string) {
 	if p := recover(); p != nil {
-		h.reg.contain(fmt.Errorf("hooks.%s panicked: %w", field, panicError(p)))
+		h.reg.report(fmt.Errorf("hooks.%s panicked: %w", field, panicError(p)))
 	}
 }
 
@@ -379,7 +379,7 @@ func (h *hookSet) recover(field string) {
 func (s *Subscription) deliverSync(e Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.reg.contain(fmt.Errorf("hooks.Event panicked on %v: %w", e.Kind, panicError(p)))
+			s.reg.report(fmt.Errorf("hooks.Event panicked on %v: %w", e.Kind, panicError(p)))
 		}
 	}()
 	s.fn(e)
@@ -399,9 +399,9 @@ func (r *Registry) queuedCalls() int64 {
 	n := r.global.state.gate.Waiting()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for _, rec := range r.scopes {
-		if rec.live != nil {
-			n += rec.live.state.gate.Waiting()
+	for _, record := range r.scopes {
+		if record.live != nil {
+			n += record.live.state.gate.Waiting()
 		}
 	}
 	return n

@@ -106,8 +106,8 @@ func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execS
 // driver: calls that are not nested take the scope's gate as before — one
 // CAS when nobody waits, else the admission line's FIFO queue — and a nested
 // call takes the registry's nest lock, asks the policy, and does what it
-// answers: wait on a channel, post to an admission line, wake waiters, kick
-// queues.
+// answers: wait on a channel, post to an admission line, wake waiters, admit
+// those waiting in the queues.
 
 // nestState is the registry's nested admission: the policy and the
 // channels of the nested calls waiting for it. Nested waits are rare, so
@@ -173,7 +173,7 @@ func (r *Registry) acquire(s *execState, sh *scopeState, parallel bool) *Result 
 			}
 			out := admitGone
 			if line := r.lineFor(sh); line != nil {
-				out = line.admitWait(s.cx(), parallel)
+				out = line.admitWait(s.ctx(), parallel)
 			}
 			switch out {
 			case admitCancelled:
@@ -203,16 +203,16 @@ func (s *execState) hold(sh *scopeState, excl, slot bool) {
 	s.holding.Store(sh)
 }
 
-// applyNest does what the policy answered: wake the waiters it admitted, kick
-// the queues that may admit someone now. Caller holds nest.mu.
+// applyNest does what the policy answered: wake the waiters it admitted, have
+// the queues that may admit someone now admit them. Caller holds nest.mu.
 func (r *Registry) applyNest(fx admit.Effects[*execState, *scopeState]) {
 	n := &r.nest
 	for _, s := range fx.Wake {
 		close(n.ready[s])
 		delete(n.ready, s)
 	}
-	for _, sh := range fx.Kick {
-		r.kick(sh)
+	for _, sh := range fx.AdmitWaiting {
+		r.admitWaiting(sh)
 	}
 }
 
@@ -254,7 +254,7 @@ func (r *Registry) acquireNested(s *execState, sh *scopeState, parallel bool) *R
 	select {
 	case <-ready:
 		return nil
-	case <-s.cx().Done():
+	case <-s.ctx().Done():
 	}
 	return r.cancelNested(s, nil)
 }
@@ -276,7 +276,7 @@ func (r *Registry) waitInLine(s *execState, sh *scopeState, aw *admit.Waiter, re
 		return nil
 	case <-ready:
 		return nil
-	case <-s.cx().Done():
+	case <-s.ctx().Done():
 	}
 	return r.cancelNested(s, aw)
 }
@@ -339,16 +339,16 @@ func (r *Registry) releaseOn(sh *scopeState, excl bool) {
 		r.nest.mu.Unlock()
 	}
 	if was.Queued() {
-		r.kick(sh)
+		r.admitWaiting(sh)
 	}
 }
 
-// kick has sh's admission line admit whoever fits now. The admission line may not
+// admitWaiting has sh's admission line admit whoever fits now. The admission line may not
 // exist yet (a waiter that failed the fast path may still be spawning it),
-// so it is spawned here rather than the kick dropped.
-func (r *Registry) kick(sh *scopeState) {
+// so it is spawned here rather than the admitWaiting dropped.
+func (r *Registry) admitWaiting(sh *scopeState) {
 	if line := r.lineFor(sh); line != nil {
-		line.kick()
+		line.admitWaiting()
 	}
 }
 

@@ -49,7 +49,7 @@ func (r *Registry) preDispatch(s *execState, h hooks) (res *Result, post bool) {
 	if s.args == nil {
 		return argsFailure(s.argsOver, r.cfg.argBound()), false // R48: wins over everything
 	}
-	if s.cx().Err() != nil {
+	if s.ctx().Err() != nil {
 		return abortedBeforeDispatch(), false // R79
 	}
 	if s.span != nil {
@@ -75,7 +75,7 @@ func (r *Registry) preDispatch(s *execState, h hooks) (res *Result, post bool) {
 	if denied {
 		return s.deny(reason), true // R39
 	}
-	if s.cx().Err() != nil {
+	if s.ctx().Err() != nil {
 		return abortedBeforeDispatch(), true // R56
 	}
 	return nil, false
@@ -115,7 +115,7 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) 
 		return s.deny(fmt.Sprintf("tool %q requires approval, but the call has no agent to route it through", s.name)), true
 	}
 	req := ApprovalRequest{Agent: s.agent, Tool: s.name, CallID: s.callID, Reason: dec.Reason, HasReason: dec.HasReason}
-	out, err := callApprover(ap, s.cx(), req)
+	out, err := callApprover(ap, s.ctx(), req)
 	if err != nil {
 		return failureFrom(err), false
 	}
@@ -125,7 +125,7 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) 
 	case ApprovalRejected:
 		return s.deny(fmt.Sprintf("the user rejected tool %q", s.name)), true
 	case ApprovalCancelled:
-		if s.cx().Err() != nil {
+		if s.ctx().Err() != nil {
 			return abortedBeforeDispatch(), true
 		}
 		return s.deny(fmt.Sprintf("approval for tool %q was cancelled", s.name)), true
@@ -204,7 +204,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g admitter) (res *Result, fin
 	}
 	if len(h.around) == 0 {
 		// No wrapper: the base result is this execution's own (R65).
-		return r.withDeferred(s, r.base(s, s.cx())), false
+		return r.withDeferred(s, r.base(s, s.ctx())), false
 	}
 	out, err := r.around(s, h.around)
 	if err != nil {
@@ -238,7 +238,7 @@ func (r *Registry) withDeferred(s *execState, out *Result) *Result {
 
 // recheck replaces a success when the caller ctx is cancelled (R80).
 func (r *Registry) recheck(s *execState, res *Result) *Result {
-	if res.isError || s.cx().Err() == nil {
+	if res.isError || s.ctx().Err() == nil {
 		return res
 	}
 	var out *Result
@@ -308,7 +308,7 @@ func (r *Registry) observe(s *execState, list []core.Entry, res *Result) {
 	ex := Execution{s}
 	for _, e := range list {
 		if err := callObserver(e.Payload.(ResultObserver), ex, res); err != nil {
-			r.contain(fmt.Errorf("result observer failed for call %q: %w", s.callID, printable(err)))
+			r.report(fmt.Errorf("result observer failed for call %q: %w", s.callID, printable(err)))
 		}
 	}
 }

@@ -15,12 +15,12 @@ import (
 // a handle live in its layer and die with it; each returns its exact
 // disposer (R15). Reads through a handle use the handle's own view.
 type Scope struct {
-	reg   *Registry
-	node  *core.Node
-	rec   *scopeRec   // nil for the global scope
-	state *scopeState // shared by a scope and its owner groups
-	own   *owner
-	group bool
+	reg    *Registry
+	node   *core.Node
+	record *scopeRecord // nil for the global scope
+	state  *scopeState  // shared by a scope and its owner groups
+	own    *owner
+	group  bool
 	// groupReg is the group's entry in its parent's owner list.
 	groupReg *registration
 
@@ -70,7 +70,7 @@ func (t *teardownState) end(r *Registry) {
 	close(t.done)
 	for range t.announce.Swap(0) {
 		if err := r.notify(); err != nil {
-			r.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
+			r.report(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
 		}
 	}
 }
@@ -296,7 +296,7 @@ func (g *registration) finish(m *teardownState, counted bool) {
 		return
 	}
 	if err := g.reg.notify(); err != nil {
-		g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
+		g.reg.report(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
 	}
 }
 
@@ -309,7 +309,7 @@ func (s *Scope) Registry() *Registry { return s.reg }
 // NewScope creates an agent scope whose parent is s (R2, R3). Through the
 // global handle it creates a top-level scope.
 func (s *Scope) NewScope(key string) (*Scope, error) {
-	return s.reg.newScope(key, s.rec)
+	return s.reg.newScope(key, s.record)
 }
 
 // Group derives an owner group (R8): registrations made through it go to
@@ -320,7 +320,7 @@ func (s *Scope) Group() (*Scope, error) {
 		return nil, err
 	}
 	defer s.own.end()
-	g := &Scope{reg: s.reg, node: s.node, rec: s.rec, state: s.state, own: &owner{}, group: true}
+	g := &Scope{reg: s.reg, node: s.node, record: s.record, state: s.state, own: &owner{}, group: true}
 	g.groupReg = &registration{
 		remove: func(m *teardownState) bool { g.own.teardown(m); return false },
 		group:  true,
@@ -346,7 +346,7 @@ func (s *Scope) Group() (*Scope, error) {
 // a turn's dispatch on a worker — and that call never waits for a teardown
 // that waits for it (R86).
 func (s *Scope) Dispose() {
-	if s.rec == nil && !s.group {
+	if s.record == nil && !s.group {
 		return
 	}
 	s.dispose()
@@ -370,10 +370,10 @@ func (s *Scope) dispose() {
 	s.own.teardown(&s.td)
 	r := s.reg
 	r.mu.Lock()
-	if s.rec.live == s {
-		s.rec.live = nil
+	if s.record.live == s {
+		s.record.live = nil
 	}
-	r.forgetLocked(s.rec)
+	r.forgetLocked(s.record)
 	r.mu.Unlock()
 	s.stop()
 }
@@ -389,7 +389,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 		return nil, err
 	}
 	id := s.reg.nextID()
-	global := s.rec == nil
+	global := s.record == nil
 	return s.register(s, true, func(l *core.Layer) (*core.Layer, error) {
 		next, _, ok := l.AddTool(core.Entry{ID: id, Name: td.name, Payload: td})
 		if !ok {
@@ -406,7 +406,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 // scopes (R20); validation follows R21. Names are copied and evaluated
 // against the live inherited set on every read (R25).
 func (s *Scope) Restrict(r Restriction) (func(), error) {
-	if s.rec == nil {
+	if s.record == nil {
 		return nil, fmt.Errorf("%w: the global scope cannot restrict (Restrict is for agent scopes)", ErrInvalidRestriction)
 	}
 	if r.Allow == nil && r.Deny == nil {
@@ -634,7 +634,7 @@ func (r *Registry) toolNames(node *core.Node) []string {
 // viewNode is the node whose view the handle reads: nil for the global
 // scope (the global view).
 func (s *Scope) viewNode() *core.Node {
-	if s.rec == nil {
+	if s.record == nil {
 		return nil
 	}
 	return s.node

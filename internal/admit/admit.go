@@ -23,7 +23,7 @@
 // nested call waits (SetNestWait, ClearNestWait). Either mark turns the
 // fast paths off and keeps calls that are not nested waiting; a waiter
 // whose caller gives up leaves with Gate.Leave (it stops counting at once),
-// and Kick admits whoever fits after a change made outside. A release says
+// and AdmitWaiting admits whoever fits after a change made outside. A release says
 // whether the call was exclusive: the exclusive mark goes with that call.
 package admit
 
@@ -259,7 +259,7 @@ const (
 func (w *Waiter) Waiting() bool { return w.state.Load() == waiterWaiting }
 
 // Cancel takes w out of the queue: true means it will never be admitted
-// (the admission line drops it when it reaches it; the caller should Kick the
+// (the admission line drops it when it reaches it; the caller should AdmitWaiting the
 // queue so the waiters behind it are looked at); false means it was
 // admitted first and owes a release as usual.
 func (w *Waiter) Cancel() bool { return w.state.CompareAndSwap(waiterWaiting, waiterCancelled) }
@@ -285,9 +285,9 @@ func (q *Queue) Admit(w *Waiter) []*Waiter {
 	return q.drain()
 }
 
-// Kick admits the waiters that fit now (after a release made outside the
+// AdmitWaiting admits the waiters that fit now (after a release made outside the
 // queue, a waiter leaving it, or the nested bits clearing).
-func (q *Queue) Kick() []*Waiter { return q.drain() }
+func (q *Queue) AdmitWaiting() []*Waiter { return q.drain() }
 
 // pop drops the head; it no longer counts as waiting (a waiter that left
 // stopped counting when it left, Gate.Leave).
