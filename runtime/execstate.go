@@ -57,7 +57,7 @@ type execState struct {
 	startedAt   int64
 	dispatchEnd int64           // when around+body returned (0: never dispatched)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
-	span        *hookSet        // the registry's hooks, taken at entry when a call has any (hooks.go); nil: none
+	hooks       *hookSet        // the registry's hooks, taken at entry when a call has any (hooks.go); nil: none
 	group       int32
 	holdExcl    bool
 	holdSlot    bool
@@ -65,10 +65,10 @@ type execState struct {
 	classified  bool
 	denied      bool
 	startedSent bool
-	// hookAdmitted and hookDispatching: StageAdmitted and StageDispatching
+	// admittedReported and dispatchingReported: StageAdmitted and StageDispatching
 	// were reported (hooks.go).
-	hookAdmitted    bool
-	hookDispatching bool
+	admittedReported    bool
+	dispatchingReported bool
 }
 
 // ctx is the execution's ctx: the caller's (or turn's), carrying it.
@@ -88,15 +88,15 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		s.rootID = s.callID
 	}
 	s.typed = r.typedListeners()
-	s.span = r.hooks.forCalls()
-	if s.typed != nil || s.span != nil {
+	s.hooks = r.hooks.forCalls()
+	if s.typed != nil || s.hooks != nil {
 		s.enteredAt = r.now().UnixNano()
 	}
 	if node == nil {
 		s.agent = ""
 	}
-	if s.span != nil {
-		ctx = s.span.startSpan(ctx, s)
+	if s.hooks != nil {
+		ctx = s.hooks.hookStart(ctx, s)
 	}
 	s.ectx = execCtx{Context: ctx, s: s}
 	// R44: entry capture of the finalizer, from one load of the chain.
@@ -105,8 +105,8 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		s.chainTool = td
 		s.finalizer = td.def.FinalizeContent
 	}
-	if s.span != nil {
-		s.spanResolved()
+	if s.hooks != nil {
+		s.hookResolved()
 	}
 }
 
@@ -129,15 +129,15 @@ func (s *execState) snapshotArgs(arguments any) {
 	}
 }
 
-// hooks is the set of hook lists admitted for one call (R85).
-type hooks struct {
+// hookLists is the set of hook lists admitted for one call (R85).
+type hookLists struct {
 	pre, around, post, result []core.Entry
 }
 
-// hooksFor returns the hooks admitted for s, from the chain s loaded.
-func (r *Registry) hooksFor(s *execState) hooks {
+// hookListsFor returns the hooks admitted for s, from the chain s loaded.
+func (r *Registry) hookListsFor(s *execState) hookLists {
 	chain := &s.chain
-	return hooks{
+	return hookLists{
 		pre:    callbacks(chain, core.KindPre),
 		around: callbacks(chain, core.KindAround),
 		post:   callbacks(chain, core.KindPost),

@@ -156,7 +156,7 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 type turnCall struct {
 	s        *execState // &es
 	es       execState
-	h        hooks
+	h        hookLists
 	res      *Result // candidate result once prepared or dispatched
 	post     bool    // res still passes through post-execute
 	dispatch bool
@@ -193,8 +193,8 @@ func (tc *turnCall) dispatchAndReport() {
 	}
 	if res == nil {
 		res, final = r.dispatch(tc.s, tc.h, nil)
-		if tc.s.span != nil {
-			tc.s.spanDispatched(len(tc.h.around))
+		if tc.s.hooks != nil {
+			tc.s.hookDispatched(len(tc.h.around))
 		}
 		r.releaseAdmission(tc.s)
 		if !final {
@@ -283,9 +283,9 @@ func (tr *turnRun) run(ctx context.Context) (*TurnResult, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	tr.t = t
-	ctx, span := r.startTurnSpan(ctx, tr)
-	if span != nil {
-		defer span.End()
+	ctx, ender := r.hookTurnStart(ctx, tr)
+	if ender != nil {
+		defer ender.End()
 	}
 	tr.ctx = ctx
 	tr.finished.Add(1)
@@ -406,7 +406,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 			tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, id}, TurnEvent{ResultRecorded, id})
 			tr.out.Results[i] = abortedBeforeDispatch()
 			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group, tr.o.parent)
-			r.syntheticSpan(tr, i)
+			r.hookAborted(tr, i)
 		case sched.Wait:
 			if tr.done.Load() != nil {
 				continue
@@ -496,13 +496,13 @@ func (tr *turnRun) prepare(i int) bool {
 		tc.s.chainTool, _ = r.lookup(&c, tc.s.name)
 	}
 	if res := r.collapse(tc.s); res != nil { // R107: before any hook
-		tc.res, tc.h = res, hooks{}
+		tc.res, tc.h = res, hookLists{}
 		if err := tr.t.Prepared(i, false); err != nil {
 			_ = tr.t.Fail(err)
 		}
 		return false
 	}
-	tc.h = r.hooksFor(tc.s)
+	tc.h = r.hookListsFor(tc.s)
 	res, post := r.preDispatch(tc.s, tc.h)
 	if res == nil {
 		// Admission is the dispatch's first step (dispatchAndReport), but
@@ -635,8 +635,8 @@ func (g *turnAdmitter) admit(s *execState, sh *scopeState) *Result {
 		return res
 	}
 	res := g.reg.acquire(s, sh, s.mode == Parallel)
-	if res == nil && s.span != nil {
-		s.spanAdmitted()
+	if res == nil && s.hooks != nil {
+		s.hookAdmitted()
 	}
 	return res
 }
