@@ -14,7 +14,7 @@ import (
 // what the body leaves behind (deferred contexts, the turn mark).
 type execState struct {
 	reg    *Registry
-	ectx   execCtx // the caller's (or turn's) ctx carrying this execution (ctx)
+	ectx   execCarrierCtx // the caller's (or turn's) ctx carrying this execution (ctx)
 	callID string
 	rootID string
 	name   string
@@ -98,7 +98,7 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 	if s.hooks != nil {
 		ctx = s.hooks.hookStart(ctx, s)
 	}
-	s.ectx = execCtx{Context: ctx, s: s}
+	s.ectx = execCarrierCtx{Context: ctx, s: s}
 	// R44: entry capture of the finalizer, from one load of the chain.
 	s.chain = core.Load(r.global.node, node)
 	if td, ok := r.lookup(&s.chain, call.Name); ok {

@@ -41,7 +41,7 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *scopeSt
 		return fail // CLOSED or OVERLOADED (close.go)
 	}
 	var host *execState
-	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a callCtx for a value fuses it
+	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a shutdownAwareCtx for a value links it
 	x := new(singleExec)
 	s := &x.s
 	s.host = host
@@ -65,7 +65,7 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *scopeSt
 // share the turn's), in one allocation.
 type singleExec struct {
 	s    execState
-	cctx callCtx
+	cctx shutdownAwareCtx
 }
 
 // admitter is the admission of dispatch, supplied by the caller: the scope's

@@ -24,15 +24,37 @@ type execKey struct{}
 // carries both, and each registry finds its own (R51).
 type regExecKey struct{ r *Registry }
 
-// execCtx is an execution's own ctx: the caller's (or the turn's), plus the
-// execution for ExecutionFromContext. It lives inside the execState.
-type execCtx struct {
+// The four ctx types of a call, from the caller's ctx to the body's:
+//
+//   - shutdownAwareCtx (close.go) is the ctx a call (or a turn) runs under:
+//     the caller's, cancelled also when Close gives up waiting (R7 drain,
+//     then cancel) and once the call is over (like an ended request's). Err
+//     needs no allocation; the first Done (or a Value lookup, which is how
+//     the context package looks for a parent to hang a derived ctx on)
+//     builds its shutdownLink, and from then on that answers everything. A
+//     pipeline that never waits on Done pays nothing. It lives inside the
+//     execution (or the turn) it belongs to.
+//   - shutdownLink (close.go) is that lazily built part: a cancel ctx under
+//     the caller's, cancelled by the registry's shutdown signal as well, and
+//     what unregisters it from that signal.
+//   - execCarrierCtx (here) is the ctx the execution's callbacks and body
+//     see: the shutdownAwareCtx (the turn's for a turn's call), as the
+//     CallStart hooks returned it, plus the execution itself, for ExecutionFromContext and for nested calls to
+//     find their parent. It lives inside the execState.
+//   - callerOrWrapperCtx (body.go) is the body's ctx when an around hook
+//     delegated with a ctx of its own (R60): cancelled when either the
+//     caller's or the wrapper's is, with Err answering from both
+//     synchronously, and carrying the execution whatever ctx the wrapper
+//     passed.
+
+// execCarrierCtx is a ctx that carries its execution (see the block above).
+type execCarrierCtx struct {
 	context.Context
 	s *execState
 }
 
 // Value implements context.Context.
-func (c *execCtx) Value(key any) any {
+func (c *execCarrierCtx) Value(key any) any {
 	return execValue(c.s, c.Context, key)
 }
 
@@ -51,7 +73,7 @@ func execValue(s *execState, parent context.Context, key any) any {
 }
 
 // String names the ctx in debugging output.
-func (c *execCtx) String() string { return "toolscope execution context" }
+func (c *execCarrierCtx) String() string { return "toolscope execution context" }
 
 // execOf returns the execution ctx belongs to, or nil.
 func execOf(ctx context.Context) *execState {

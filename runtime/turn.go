@@ -248,8 +248,8 @@ type turnRun struct {
 
 	// Allocated with the turn (one block, see newTurnRun).
 	result TurnResult
-	cctx   callCtx        // the turn's ctx under the registry's lifecycle (ExecuteTurn)
-	ready  sync.WaitGroup // the admission line's go-ahead (turnVia)
+	cctx   shutdownAwareCtx // the turn's ctx under the registry's lifecycle (ExecuteTurn)
+	ready  sync.WaitGroup   // the admission line's go-ahead (turnVia)
 }
 
 // newTurnRun allocates a turn's state in a fixed number of blocks, whatever
