@@ -41,7 +41,7 @@ type execState struct {
 	slot      *resultWithBlock // where the first success goes (a turn's calls' results share one allocation), or nil
 
 	mu          sync.Mutex
-	deferred    []Message
+	deferred    []ContextMessage
 	concluded   atomic.Bool
 	bodyInvoked atomic.Bool
 	// holding is the scope admission the dispatch holds (nil: none, or

@@ -52,7 +52,7 @@ type RunContext struct{ s *execState }
 
 // DeferContext attaches a context message to this call's result, in call
 // order (R77). It survives body failure and cancellation replacement.
-func (rc *RunContext) DeferContext(m Message) {
+func (rc *RunContext) DeferContext(m ContextMessage) {
 	rc.s.mu.Lock()
 	rc.s.deferred = append(rc.s.deferred, m)
 	rc.s.mu.Unlock()
@@ -81,7 +81,7 @@ type Result struct {
 	errCode   Code
 	hasInfo   bool
 	meta      []byte // nil: absent
-	contexts  []Message
+	contexts  []ContextMessage
 	concludes bool
 	// stamp is the execution whose own dispatch produced this exact value
 	// (R65); every derived result has none.
@@ -178,11 +178,11 @@ func (r *Result) Meta() (meta json.RawMessage, ok bool) {
 }
 
 // AdditionalContexts returns a copy of the context messages.
-func (r *Result) AdditionalContexts() []Message {
+func (r *Result) AdditionalContexts() []ContextMessage {
 	if len(r.contexts) == 0 {
 		return nil
 	}
-	return append([]Message(nil), r.contexts...)
+	return append([]ContextMessage(nil), r.contexts...)
 }
 
 // ConcludesTurn reports whether the call concluded the turn (R78).
@@ -197,10 +197,10 @@ func (r *Result) WithContent(blocks ...Block) *Result {
 }
 
 // WithContexts returns a copy of r with msgs appended to its contexts.
-func (r *Result) WithContexts(msgs ...Message) *Result {
+func (r *Result) WithContexts(msgs ...ContextMessage) *Result {
 	n := *r
 	n.stamp = nil
-	n.contexts = append(append([]Message(nil), r.contexts...), msgs...)
+	n.contexts = append(append([]ContextMessage(nil), r.contexts...), msgs...)
 	return &n
 }
 
@@ -264,7 +264,7 @@ type PostDecision struct {
 	HasValue bool
 	// Contexts are appended to the result's contexts (Accept) or are the
 	// only contexts (Block) (R70).
-	Contexts []Message
+	Contexts []ContextMessage
 }
 
 // Accept keeps the result.
@@ -289,8 +289,8 @@ func Blocked(feedback ...Block) PostDecision {
 }
 
 // WithContexts returns d with msgs added to its contexts.
-func (d PostDecision) WithContexts(msgs ...Message) PostDecision {
-	d.Contexts = append(append([]Message(nil), d.Contexts...), msgs...)
+func (d PostDecision) WithContexts(msgs ...ContextMessage) PostDecision {
+	d.Contexts = append(append([]ContextMessage(nil), d.Contexts...), msgs...)
 	return d
 }
 

@@ -59,7 +59,7 @@ type TurnResult struct {
 	Events []TurnEvent
 	// Contexts are the collected context messages, in model order, to
 	// inject after every result (R96).
-	Contexts []Message
+	Contexts []ContextMessage
 	// Concluded reports that a committed result concluded the turn (R99).
 	Concluded bool
 }

@@ -73,8 +73,8 @@ type Block struct {
 // Text returns a text block.
 func Text(s string) Block { return Block{Type: "text", Text: s} }
 
-// Message is one additional context message attached to a result (R77).
-type Message struct {
+// ContextMessage is one additional context message attached to a result (R77).
+type ContextMessage struct {
 	Role string
 	Text string
 }
