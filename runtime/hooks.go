@@ -494,8 +494,8 @@ func (s *execState) hookResolved() {
 	s.stage(st)
 }
 
-// hookGate reports the start of the gate stages.
-func (s *execState) hookGate() { s.stage(CallStage{Stage: StageGate}) }
+// hookPreDispatch reports the start of preDispatch's stages (StageGate).
+func (s *execState) hookPreDispatch() { s.stage(CallStage{Stage: StageGate}) }
 
 // hookPre reports the pre-execute stage: n hooks, their decision.
 func (s *execState) hookPre(n int, dec Decision, err error) {

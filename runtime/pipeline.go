@@ -53,7 +53,7 @@ func (r *Registry) preDispatch(s *execState, h hookLists) (res *Result, post boo
 		return abortedBeforeDispatch(), false // R79
 	}
 	if s.hooks != nil {
-		s.hookGate()
+		s.hookPreDispatch()
 	}
 	dec, err := runPre(Execution{s}, h.pre) // R52
 	if s.hooks != nil {

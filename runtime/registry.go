@@ -319,7 +319,7 @@ func (v View) Execute(ctx context.Context, call Call) *Result {
 
 func (r *Registry) nextID() uint64 { return r.ids.Add(1) }
 
-// report reports a failure the registry absorbs (R75, R90): one warning
+// report hands on a failure the registry absorbs (R75, R90): one warning
 // and the optional error handler. An error whose Error method panics is
 // reported as "<unprintable value>" (SPEC §0.3); callers wrapping
 // one must wrap printable(err), since fmt formats the message eagerly.
