@@ -246,7 +246,7 @@ func CheckCalls(calls []runtime.TurnCall) error {
 }
 
 // MayRunParallel reports whether the scope sees at least one tool that may
-// be classified parallel: one with a concurrency classifier (typed tools
+// be classified parallel: one with an IsConcurrencySafe classifier (typed tools
 // made WithParallel or WithClassifier have one). A tool without one always
 // runs exclusive (R36), so telling the model it may call tools in parallel
 // would only queue them.

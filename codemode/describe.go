@@ -30,7 +30,7 @@ func (e *engine) describe(_ string, tools []runtime.ToolSchema) string {
 	l := e.lim
 	fmt.Fprintf(&sb, "\nHelpers:\n"+
 		"call(name, **args) -> result: never raises for a tool failure; result.ok, .value, .text, .error, .code\n"+
-		"parallel([(name, {args}), ...], limit=%d) -> [result, ...] in order; concurrency-safe tools overlap\n"+
+		"parallel([(name, {args}), ...], limit=%d) -> [result, ...] in order; parallel-classified tools overlap\n"+
 		"json.encode(x), json.decode(s), math.*, sum(iterable, start=0)\n"+
 		"\nLimits: %d steps, %d tool calls, %s, %d bytes of print output and of value, %d bytes of program, "+
 		"%d elements or bytes per list, string or range.\n",

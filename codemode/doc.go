@@ -47,7 +47,7 @@
 // code; call(name, **args) returns a result object instead (.ok, .value,
 // .text, .error, .code) for programs that handle failures themselves, and
 // reaches tools whose names are not identifiers. parallel([(name, {args}),
-// ...], limit=n) runs its calls as one nested ExecuteTurn: concurrency-safe
+// ...], limit=n) runs its calls as one nested ExecuteTurn: parallel
 // calls overlap up to the limit (Limits.Parallel, default 10), exclusive
 // ones stay barriers, and the result objects come back in order. json.encode
 // and json.decode are available. print output is captured.

@@ -14,7 +14,7 @@ import (
 	"github.com/toolscope/toolscope/runtime"
 )
 
-// Supervisor admission (issue 3, item 7), driven with gates, never sleeps.
+// Admission on a scope's gate and its admission line (issue 3, item 7), driven with gates, never sleeps.
 
 type r3Gated struct {
 	mu      sync.Mutex
@@ -94,7 +94,7 @@ func TestAdmission_ParallelCallsOverlap(t *testing.T) {
 }
 
 func TestAdmission_ExclusiveRunsAloneBetweenParallelInArrivalOrder(t *testing.T) {
-	// "Arrival" is when the supervisor has seen the exclusive call's
+	// "Arrival" is when the admission line has seen the exclusive call's
 	// request. The public API can only tell us that the exclusive call
 	// passed its guards and is about to ask; p2 is sent after that, so in a
 	// rare trial p2 may still get there first. Such a trial proves nothing
@@ -250,7 +250,7 @@ func TestAdmission_TwoScopesNeverBlockEachOther(t *testing.T) {
 	// a's exclusive call is running; b is not held back.
 	r3Success(t, r3Exec(t, b, context.Background(), r3Call("ex_b", nil)), `"b"`)
 
-	// A global (no agent) exclusive call blocks only the global supervisor.
+	// A global (no agent) exclusive call blocks only the global admission line.
 	rg := r3Go(reg.Global(), runtime.Call{ID: "g1", Name: "gex", Arguments: map[string]any{"ID": "g1"}})
 	r3Await(t, g.started["g1"])
 	r3Success(t, r3Exec(t, b, context.Background(), r3Call("gfast", nil)), `"g"`)

@@ -44,7 +44,7 @@ func (r *Registry) around(s *execState, list []core.Entry) (*Result, error) {
 		}
 		return out
 	}
-	out := step(0, s.cx())
+	out := step(0, s.ctx())
 	s.mu.Lock()
 	err := s.aroundErr
 	s.mu.Unlock()

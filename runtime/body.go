@@ -1,7 +1,7 @@
 package runtime
 
 // The base dispatch (R61): the innermost next, which calls the body under
-// its fused ctx (R60).
+// its ctx, a callerOrWrapperCtx when an around hook passed its own (R60).
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 // base is the innermost next (R61).
 func (r *Registry) base(s *execState, ctx context.Context) *Result {
 	bodyCtx := ctx
-	if ctx != s.cx() {
+	if ctx != s.ctx() {
 		// R60: fuse the caller ctx and the wrapper's ctx. Err answers from
 		// both at once (a cancellation of the caller is seen here before
 		// the body runs, not when AfterFunc gets round to it); Done closes
 		// when either does.
 		fused, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(s.cx(), cancel)
+		stop := context.AfterFunc(s.ctx(), cancel)
 		defer func() { stop(); cancel() }()
-		bodyCtx = &fusedBodyCtx{Context: fused, caller: s.cx(), s: s}
+		bodyCtx = &callerOrWrapperCtx{Context: fused, caller: s.ctx(), s: s}
 	}
 	if bodyCtx.Err() != nil {
 		return stamped(s, abortedBeforeDispatch())
@@ -43,18 +43,16 @@ func stamped(s *execState, res *Result) *Result {
 	return res
 }
 
-// fusedBodyCtx is the body's ctx when a wrapper delegated with a ctx of its
-// own (R60): cancelled when either the caller's or the wrapper's is, with
-// Err answering from both synchronously; it carries the execution, whatever
-// ctx the wrapper passed.
-type fusedBodyCtx struct {
+// callerOrWrapperCtx is a body's ctx done when the caller's or the around
+// hook's ctx is (R60; the ctx types: nesting.go).
+type callerOrWrapperCtx struct {
 	context.Context // a cancel ctx under the wrapper's, cancelled by the caller's too
 	caller          context.Context
 	s               *execState
 }
 
 // Err implements context.Context.
-func (c *fusedBodyCtx) Err() error {
+func (c *callerOrWrapperCtx) Err() error {
 	if err := c.caller.Err(); err != nil {
 		return err
 	}
@@ -62,6 +60,6 @@ func (c *fusedBodyCtx) Err() error {
 }
 
 // Value implements context.Context.
-func (c *fusedBodyCtx) Value(key any) any {
+func (c *callerOrWrapperCtx) Value(key any) any {
 	return execValue(c.s, c.Context, key)
 }

@@ -26,7 +26,7 @@ func fromCallbackCtx(ctx context.Context) bool {
 // (no ancestor holds an admission), else nil. Only called where the call
 // is about to be admitted; it looks at the ctx only when the gate would
 // make the call wait, so calls that are admitted at once pay nothing.
-func (r *Registry) refusedFromCallback(s *execState, sh *shell) *Result {
+func (r *Registry) refusedFromCallback(s *execState, sh *scopeState) *Result {
 	if sh == nil || r.admitsNow(s, sh) || r.nestedCall(s) || !fromCallbackCtx(s.ectx.Context) {
 		return nil
 	}

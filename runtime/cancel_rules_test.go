@@ -199,14 +199,14 @@ func TestCancel_R80_ShortCircuitSuccessAfterCancelKeepsWrapperContexts(t *testin
 	s := r3Scope(t, reg, "a")
 	body := r3Counting(s, "t", 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	w := runtime.Message{Role: "system", Text: "wrapper"}
+	w := runtime.ContextMessage{Role: "system", Text: "wrapper"}
 	r3M(s.OnExecute(func(c context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		cancel()
 		return runtime.Success(2).WithContexts(w), nil
 	}))
 	res := r3Exec(t, s, ctx, r3Call("t", nil))
 	r3ABD(t, res)
-	assert.Equal(t, []runtime.Message{w}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{w}, res.AdditionalContexts())
 	assert.Equal(t, int32(0), body.Load())
 }
 
@@ -229,7 +229,7 @@ func TestCancel_R80_WrapperPassesCancelledCtx(t *testing.T) {
 func r3BlockingTool(s *runtime.Scope, fail bool) (started chan struct{}) {
 	started = make(chan struct{})
 	r3M(s.Register(r3Tool("t", func(ctx context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "deferred"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "deferred"})
 		close(started)
 		<-ctx.Done()
 		if fail {
@@ -253,7 +253,7 @@ func TestCancel_R80_DuringBodyThenSuccess(t *testing.T) {
 	cancel()
 	res := r3Await(t, done)
 	r3Aborted(t, res)
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "deferred"}}, res.AdditionalContexts(), "deferred contexts kept")
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "deferred"}}, res.AdditionalContexts(), "deferred contexts kept")
 	assert.Equal(t, int32(1), post.Load())
 }
 
@@ -269,7 +269,7 @@ func TestCancel_R80_DuringBodyThenFailure(t *testing.T) {
 	cancel()
 	res := r3Await(t, done)
 	r3Coded(t, res, "BodyErr", "BODY", "body gave up")
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "deferred"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "deferred"}}, res.AdditionalContexts())
 }
 
 // R80 row 9: cancelled after the body, while a wrapper or post-execute waits.
@@ -277,7 +277,7 @@ func TestCancel_R80_AfterBodyWhileWrapperWaits(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Tool("t", func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "deferred"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "deferred"})
 		return 1, nil
 	})))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -295,18 +295,18 @@ func TestCancel_R80_AfterBodyWhileWrapperWaits(t *testing.T) {
 	res := r3Exec(t, s, ctx, r3Call("t", nil))
 	r3Aborted(t, res)
 	assert.Equal(t, runtime.CodeAborted, postSaw.Load(), "replaced before post-execute")
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "deferred"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "deferred"}}, res.AdditionalContexts())
 }
 
 func TestCancel_R80_AfterBodyWhilePostExecuteWaits(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Tool("t", func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "deferred"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "deferred"})
 		return 1, nil
 	})))
 	ctx, cancel := context.WithCancel(context.Background())
-	dec := runtime.Message{Role: "system", Text: "decision"}
+	dec := runtime.ContextMessage{Role: "system", Text: "decision"}
 	r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 		assert.False(t, r.IsError())
 		cancel()
@@ -314,7 +314,7 @@ func TestCancel_R80_AfterBodyWhilePostExecuteWaits(t *testing.T) {
 	}))
 	res := r3Exec(t, s, ctx, r3Call("t", nil))
 	r3Aborted(t, res)
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "deferred"}, dec}, res.AdditionalContexts(), "post decision's contexts kept too")
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "deferred"}, dec}, res.AdditionalContexts(), "post decision's contexts kept too")
 }
 
 func TestCancel_R80_ShortCircuitAfterGateBeforeDispatchNoBodyIsABD(t *testing.T) {
@@ -526,13 +526,13 @@ func TestCancel_R83_ToolWithoutTimeoutPassesUnchanged(t *testing.T) {
 		_, has := ctx.Deadline()
 		assert.False(t, has, "no deadline for a tool without timeout")
 		assert.Equal(t, "caller", ctx.Value(r3Key{}))
-		rc.DeferContext(runtime.Message{Role: "system", Text: "d"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "d"})
 		return 1, nil
 	})))
 	r3M(s.OnExecute(reg.TimeoutHook()))
 	res := r3Exec(t, s, context.WithValue(context.Background(), r3Key{}, "caller"), r3Call("t", nil))
 	r3Success(t, res, "1")
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "d"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d"}}, res.AdditionalContexts())
 }
 
 // R80 row 3 (also in TestExecute_R55_ApprovalTable).

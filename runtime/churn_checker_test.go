@@ -605,7 +605,7 @@ func (e *ckEpoch) setUpGlobal() error {
 func (e *ckEpoch) addScope(sc *runtime.Scope, label string) {
 	e.mu.Lock()
 	e.scopes[sc] = label
-	e.domains[runtime.ScopeShellForTest(sc)] = label
+	e.domains[runtime.ScopeIdentityForTest(sc)] = label
 	e.mu.Unlock()
 }
 
@@ -736,7 +736,7 @@ func (e *ckEpoch) close(rng *rand.Rand) {
 // checkAtRest runs when every call of the epoch has returned: no scope
 // the epoch made may have an admission still taken, and no live scope a
 // caller still waiting for one. A caller that gave up left its waiter for
-// the supervisor actor to drop, which it does on its own time: the check
+// the admission line to drop, which it does on its own time: the check
 // looks again for up to restLimit before it reports. (A scope disposed
 // under waiting callers may keep their marks on its dead gate: counted,
 // not failed.)
@@ -911,7 +911,7 @@ func (e *ckEpoch) answered(t ckTarget, id string, res *runtime.Result) {
 	e.mu.Unlock()
 	if began && runtime.HoldsAdmissionForTest(ex) {
 		e.c.problem("call %s on %s: its admission (%s) is still held after its caller got the result",
-			id, t.label, e.domainLabel(runtime.AdmissionShellForTest(ex)))
+			id, t.label, e.domainLabel(runtime.HeldScopeIdentityForTest(ex)))
 	}
 	if ran == 1 && observed != 1 && !e.closing.Load() {
 		e.c.problem("call %s on %s: body ran, observers ran %d times before the result", id, t.label, observed)
@@ -972,17 +972,17 @@ func (e *ckEpoch) observe(ex runtime.Execution) {
 	}
 }
 
-func (e *ckEpoch) domainLabel(shell string) string {
+func (e *ckEpoch) domainLabel(state string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.domainLabelLocked(shell)
+	return e.domainLabelLocked(state)
 }
 
-func (e *ckEpoch) domainLabelLocked(shell string) string {
-	if l, ok := e.domains[shell]; ok {
+func (e *ckEpoch) domainLabelLocked(state string) string {
+	if l, ok := e.domains[state]; ok {
 		return l
 	}
-	return "gate " + shell
+	return "gate " + state
 }
 
 // enter records a body starting and checks the overlap rule against every
@@ -995,7 +995,7 @@ func (e *ckEpoch) enter(fallback string, ex runtime.Execution, exclusive bool) f
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	domain := fallback
-	if sh := runtime.AdmissionShellForTest(ex); sh != "" {
+	if sh := runtime.HeldScopeIdentityForTest(ex); sh != "" {
 		domain = e.domainLabelLocked(sh)
 	}
 	e.bodyRuns[id]++

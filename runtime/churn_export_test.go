@@ -21,7 +21,7 @@ func HoldsAdmissionForTest(e Execution) bool { return e.s.holding.Load() != nil 
 // ancestor's admission), and waiting, what waits for it (pending or queued
 // callers, nested waiters). Both are "" when nothing is.
 func AdmissionStateForTest(s *Scope) (held, waiting string) {
-	sh := s.shell
+	sh := s.state
 	w := sh.gate.Load()
 	n, excl := w.Count(), w.Exclusive()
 	var h, wt []string
@@ -46,14 +46,14 @@ func AdmissionStateForTest(s *Scope) (held, waiting string) {
 	return strings.Join(h, "; "), strings.Join(wt, "; ")
 }
 
-// AdmissionShellForTest names the scope admission e's dispatch holds (the
-// gate's identity, as ScopeShellForTest names a scope's), or "" if none.
-func AdmissionShellForTest(e Execution) string {
+// HeldScopeIdentityForTest names the scope admission e's dispatch holds (the
+// gate's identity, as ScopeIdentityForTest names a scope's), or "" if none.
+func HeldScopeIdentityForTest(e Execution) string {
 	if sh := e.s.holding.Load(); sh != nil {
 		return fmt.Sprintf("%p", sh)
 	}
 	return ""
 }
 
-// ScopeShellForTest names s's admission gate (see AdmissionShellForTest).
-func ScopeShellForTest(s *Scope) string { return fmt.Sprintf("%p", s.shell) }
+// ScopeIdentityForTest names s's admission gate (see HeldScopeIdentityForTest).
+func ScopeIdentityForTest(s *Scope) string { return fmt.Sprintf("%p", s.state) }

@@ -15,8 +15,9 @@ import (
 // drain them, and cancels them when Close's ctx expires first.
 //
 // Entering and leaving is one atomic add each way: no lock, no list, no
-// allocation. Each call's ctx is a callCtx, which fuses the caller's ctx
-// with the registry's shutdown signal only when somebody asks for Done.
+// allocation. Each call's ctx is a shutdownAwareCtx, which links the
+// caller's ctx to the registry's shutdown signal only when somebody asks for
+// Done.
 type lifecycle struct {
 	inflight atomic.Int64
 	// drained receives a token whenever the count drops to zero after
@@ -46,42 +47,38 @@ func (l *lifecycle) init() {
 }
 
 // shutdownFor returns the shard of the shutdown signal c registers on.
-func (l *lifecycle) shutdownFor(c *callCtx) context.Context {
+func (l *lifecycle) shutdownFor(c *shutdownAwareCtx) context.Context {
 	// Executions are 512-byte objects: the bits above that spread them.
 	return l.shutdown[(uintptr(unsafe.Pointer(c))>>9)%shutdownShards]
 }
 
-// callCtx is the ctx a call runs under: the caller's, cancelled also when
-// Close gives up waiting (R7 drain, then cancel) and once the call is over
-// (like an ended request's). Err needs no allocation; the first Done (or a
-// Value lookup, which is how the context package looks for a parent to hang
-// a derived ctx on) builds the fused ctx — a cancel ctx under the caller's,
-// cancelled by the registry's shutdown as well — and from then on it
-// answers everything. A pipeline that never waits on Done pays nothing. A
-// callCtx lives inside the execution (or the turn) it belongs to.
-type callCtx struct {
+// shutdownAwareCtx is a call's ctx that Close's cancellation and the call's
+// end also cancel (the ctx types: nesting.go).
+type shutdownAwareCtx struct {
 	parent context.Context
 	life   *lifecycle
 	ended  atomic.Bool
 	mu     sync.Mutex
-	fused  atomic.Pointer[fusedCtx]
+	link   atomic.Pointer[shutdownLink]
 }
 
-type fusedCtx struct {
+// shutdownLink is a shutdownAwareCtx's cancel ctx linked to the shutdown
+// signal, built on first need.
+type shutdownLink struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	stop   func() bool
 }
 
-func (c *callCtx) init(parent context.Context, l *lifecycle) {
+func (c *shutdownAwareCtx) init(parent context.Context, l *lifecycle) {
 	c.parent, c.life = parent, l
 }
 
 // Deadline implements context.Context.
-func (c *callCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *shutdownAwareCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Value implements context.Context.
-func (c *callCtx) Value(key any) any { return c.fuse().ctx.Value(key) }
+func (c *shutdownAwareCtx) Value(key any) any { return c.fuse().ctx.Value(key) }
 
 // Err implements context.Context.
 //
@@ -89,7 +86,7 @@ func (c *callCtx) Value(key any) any { return c.fuse().ctx.Value(key) }
 // ctx: that one learns of Close's cancellation through context.AfterFunc,
 // on another goroutine, and a check made in between (a call admitted as
 // Close gave up waiting) must already see it.
-func (c *callCtx) Err() error {
+func (c *shutdownAwareCtx) Err() error {
 	if err := c.parent.Err(); err != nil {
 		return err
 	}
@@ -100,21 +97,21 @@ func (c *callCtx) Err() error {
 }
 
 // Done implements context.Context.
-func (c *callCtx) Done() <-chan struct{} { return c.fuse().ctx.Done() }
+func (c *shutdownAwareCtx) Done() <-chan struct{} { return c.fuse().ctx.Done() }
 
 // String names the ctx in debugging output.
-func (c *callCtx) String() string { return "toolscope call context" }
+func (c *shutdownAwareCtx) String() string { return "toolscope call context" }
 
-func (c *callCtx) fuse() *fusedCtx {
-	if f := c.fused.Load(); f != nil {
+func (c *shutdownAwareCtx) fuse() *shutdownLink {
+	if f := c.link.Load(); f != nil {
 		return f
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if f := c.fused.Load(); f != nil {
+	if f := c.link.Load(); f != nil {
 		return f
 	}
-	f := &fusedCtx{}
+	f := &shutdownLink{}
 	f.ctx, f.cancel = context.WithCancel(c.parent)
 	if c.ended.Load() || c.life.cancelled.Load() {
 		f.cancel()
@@ -122,17 +119,17 @@ func (c *callCtx) fuse() *fusedCtx {
 	} else {
 		f.stop = context.AfterFunc(c.life.shutdownFor(c), f.cancel)
 	}
-	c.fused.Store(f)
+	c.link.Store(f)
 	return f
 }
 
-// release ends the call: its ctx is done from now on, and the fused ctx's
+// release ends the call: its ctx is done from now on, and its shutdownLink's
 // registration with the shutdown signal is dropped.
-func (c *callCtx) release() {
+func (c *shutdownAwareCtx) release() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ended.Store(true)
-	if f := c.fused.Load(); f != nil {
+	if f := c.link.Load(); f != nil {
 		f.stop()
 		f.cancel()
 	}
@@ -190,7 +187,7 @@ func (r *Registry) enter() bool {
 }
 
 // exit counts a call out once its result is ready; c is its ctx.
-func (r *Registry) exit(c *callCtx) {
+func (r *Registry) exit(c *shutdownAwareCtx) {
 	c.release()
 	r.life.done()
 }
@@ -328,9 +325,9 @@ func (r *Registry) shutdown() {
 	r.life.waitDrained()
 	r.mu.RLock()
 	live := make([]*Scope, 0, len(r.scopes))
-	for _, rec := range r.scopes {
-		if rec.live != nil {
-			live = append(live, rec.live)
+	for _, record := range r.scopes {
+		if record.live != nil {
+			live = append(live, record.live)
 		}
 	}
 	r.mu.RUnlock()

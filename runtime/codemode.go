@@ -201,7 +201,7 @@ func (r *Registry) collapse(s *execState) *Result {
 	if r.code == nil || !r.codeOnly(&s.chain, s.name, s.parent) {
 		return nil
 	}
-	if s.cx().Err() != nil {
+	if s.ctx().Err() != nil {
 		return abortedBeforeDispatch()
 	}
 	s.finalizer = nil
@@ -237,7 +237,7 @@ func (r *Registry) codeDescription(key string, tools []ToolSchema) (desc string)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.contain(fmt.Errorf("run_code Describe panicked: %v", p))
+			r.report(fmt.Errorf("run_code Describe panicked: %v", p))
 		}
 	}()
 	return r.code.describe(key, tools)

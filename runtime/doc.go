@@ -62,7 +62,7 @@
 // coded or plain failure Result; no panic escapes; the returned Result is an
 // immutable snapshot. Dispatch is admitted by the scope's gate: one CAS
 // when the call fits, else a FIFO line kept under a mutex (the scope's
-// supervisor); parallel-classified calls overlap, an exclusive call runs
+// admission line); parallel-classified calls overlap, an exclusive call runs
 // alone, first come first served.
 //
 // # Turns

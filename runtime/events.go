@@ -8,7 +8,7 @@ package runtime
 // start stamped with its entry time.
 
 func (r *Registry) emitStarted(s *execState) {
-	if s.startedSent || (s.typed == nil && s.span == nil) {
+	if s.startedSent || (s.typed == nil && s.hooks == nil) {
 		return
 	}
 	r.publishStarted(s, r.now().UnixNano())

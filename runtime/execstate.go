@@ -14,7 +14,7 @@ import (
 // what the body leaves behind (deferred contexts, the turn mark).
 type execState struct {
 	reg    *Registry
-	ectx   execCtx // the caller's (or turn's) ctx carrying this execution (cx)
+	ectx   execCarrierCtx // the caller's (or turn's) ctx carrying this execution (ctx)
 	callID string
 	rootID string
 	name   string
@@ -22,9 +22,9 @@ type execState struct {
 	parent Token
 	host   *execState // the execution this one runs within, for admission (nesting.go)
 	node   *core.Node
-	sh     *shell     // the scope's admission, when the caller has it at hand
-	chain  core.Chain // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the contract says live (R40, R61, R65, R69)
-	args   []byte     // argument snapshot; nil when it failed (R48)
+	sh     *scopeState // the scope's admission, when the caller has it at hand
+	chain  core.Chain  // the chain loaded at entry (R44); nodes are fixed, layers are reloaded where the contract says live (R40, R61, R65, R69)
+	args   []byte      // argument snapshot; nil when it failed (R48)
 	// argCopy, when not nil, is a spare copy of args for the first
 	// classifier call (a turn makes its calls' copies in one allocation).
 	argCopy []byte
@@ -41,14 +41,14 @@ type execState struct {
 	slot      *resultWithBlock // where the first success goes (a turn's calls' results share one allocation), or nil
 
 	mu          sync.Mutex
-	deferred    []Message
+	deferred    []ContextMessage
 	concluded   atomic.Bool
 	bodyInvoked atomic.Bool
 	// holding is the scope admission the dispatch holds (nil: none, or
 	// released); holdExcl and holdSlot, written before holding is stored,
 	// say whether it is exclusive and whether it is a slot of the gate or
 	// runs inside an ancestor's (nesting.go).
-	holding     atomic.Pointer[shell]
+	holding     atomic.Pointer[scopeState]
 	typedOut    []byte // a typed body's canonical output (see typedOutMarker)
 	aroundErr   error
 	mode        Mode
@@ -57,7 +57,7 @@ type execState struct {
 	startedAt   int64
 	dispatchEnd int64           // when around+body returned (0: never dispatched)
 	typed       []*Subscription // the typed subscribers at entry (observe.go)
-	span        *hookSet        // the registry's hooks, taken at entry when a call has any (hooks.go); nil: none
+	hooks       *hookSet        // the registry's hooks, taken at entry when a call has any (hooks.go); nil: none
 	group       int32
 	holdExcl    bool
 	holdSlot    bool
@@ -65,14 +65,14 @@ type execState struct {
 	classified  bool
 	denied      bool
 	startedSent bool
-	// hookAdmitted and hookDispatching: StageAdmitted and StageDispatching
+	// admittedReported and dispatchingReported: StageAdmitted and StageDispatching
 	// were reported (hooks.go).
-	hookAdmitted    bool
-	hookDispatching bool
+	admittedReported    bool
+	dispatchingReported bool
 }
 
-// cx is the execution's ctx: the caller's (or turn's), carrying it.
-func (s *execState) cx() context.Context { return &s.ectx }
+// ctx is the execution's ctx: the caller's (or turn's), carrying it.
+func (s *execState) ctx() context.Context { return &s.ectx }
 
 // initExec fills a zero execState in place (a turn allocates all of its
 // executions at once).
@@ -88,25 +88,25 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		s.rootID = s.callID
 	}
 	s.typed = r.typedListeners()
-	s.span = r.hooks.forCalls()
-	if s.typed != nil || s.span != nil {
+	s.hooks = r.hooks.forCalls()
+	if s.typed != nil || s.hooks != nil {
 		s.enteredAt = r.now().UnixNano()
 	}
 	if node == nil {
 		s.agent = ""
 	}
-	if s.span != nil {
-		ctx = s.span.startSpan(ctx, s)
+	if s.hooks != nil {
+		ctx = s.hooks.hookStart(ctx, s)
 	}
-	s.ectx = execCtx{Context: ctx, s: s}
+	s.ectx = execCarrierCtx{Context: ctx, s: s}
 	// R44: entry capture of the finalizer, from one load of the chain.
 	s.chain = core.Load(r.global.node, node)
 	if td, ok := r.lookup(&s.chain, call.Name); ok {
 		s.chainTool = td
 		s.finalizer = td.def.FinalizeContent
 	}
-	if s.span != nil {
-		s.spanResolved()
+	if s.hooks != nil {
+		s.hookResolved()
 	}
 }
 
@@ -129,15 +129,15 @@ func (s *execState) snapshotArgs(arguments any) {
 	}
 }
 
-// hooks is the set of hook lists admitted for one call (R85).
-type hooks struct {
+// hookLists is the set of hook lists admitted for one call (R85).
+type hookLists struct {
 	pre, around, post, result []core.Entry
 }
 
-// hooksFor returns the hooks admitted for s, from the chain s loaded.
-func (r *Registry) hooksFor(s *execState) hooks {
+// hookListsFor returns the hooks admitted for s, from the chain s loaded.
+func (r *Registry) hookListsFor(s *execState) hookLists {
 	chain := &s.chain
-	return hooks{
+	return hookLists{
 		pre:    callbacks(chain, core.KindPre),
 		around: callbacks(chain, core.KindAround),
 		post:   callbacks(chain, core.KindPost),

@@ -13,7 +13,7 @@ import (
 // result.
 func (s *Scope) Execute(ctx context.Context, call Call) *Result {
 	call.Agent = s.node.Key
-	return s.reg.executeWith(ctx, s.viewNode(), s.shell, call)
+	return s.reg.executeWith(ctx, s.viewNode(), s.state, call)
 }
 
 // Execute runs one call in the view of call.Agent ("" = global view).
@@ -25,15 +25,15 @@ func (r *Registry) executeOn(ctx context.Context, node *core.Node, call Call) *R
 	return r.executeWith(ctx, node, nil, call)
 }
 
-// executeWith runs a call; sh is the scope's shell when the caller holds
+// executeWith runs a call; sh is the scope's state when the caller holds
 // the handle (saves a registry lookup on the hot path), else nil.
-func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *shell, call Call) *Result {
+func (r *Registry) executeWith(ctx context.Context, node *core.Node, sh *scopeState, call Call) *Result {
 	return r.executeArgs(ctx, node, sh, call, nil)
 }
 
 // executeArgs is executeWith; non-empty raw stands for call.Arguments =
 // json.RawMessage(raw), without boxing it (the protobuf request's bytes).
-func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, call Call, raw []byte) *Result {
+func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *scopeState, call Call, raw []byte) *Result {
 	if ctx == nil {
 		return failureFromMessage("runtime: Execute requires a non-nil context", nil)
 	}
@@ -41,7 +41,7 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, 
 		return fail // CLOSED or OVERLOADED (close.go)
 	}
 	var host *execState
-	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a callCtx for a value fuses it
+	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a shutdownAwareCtx for a value links it
 	x := new(singleExec)
 	s := &x.s
 	s.host = host
@@ -58,29 +58,29 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *shell, 
 		s.snapshotArgs(call.Arguments)
 	}
 	s.sh = sh
-	return r.pipeline(s, scopeGate{r})
+	return r.pipeline(s, scopeAdmitter{r})
 }
 
 // singleExec is a single Execute's execution and its ctx (a turn's calls
 // share the turn's), in one allocation.
 type singleExec struct {
 	s    execState
-	cctx callCtx
+	cctx shutdownAwareCtx
 }
 
-// gate is the admission of dispatch, supplied by the caller: the scope's
-// supervisor for single calls, the turn scheduler for turns.
-type gate interface {
+// admitter is the admission of dispatch, supplied by the caller: the scope's
+// admission line for single calls, the turn scheduler for turns.
+type admitter interface {
 	// acquire admits s's dispatch; the admission is recorded on s and
 	// given back by releaseAdmission. A non-nil result is the outcome of a
 	// call that must not dispatch (nesting.go, Registry.acquire).
 	acquire(s *execState) *Result
 }
 
-// scopeGate admits single executions on their scope's gate (nesting.go).
-type scopeGate struct{ reg *Registry }
+// scopeAdmitter admits single executions on their scope's gate (nesting.go).
+type scopeAdmitter struct{ reg *Registry }
 
-func (g scopeGate) acquire(s *execState) *Result {
+func (g scopeAdmitter) acquire(s *execState) *Result {
 	s.mode, s.classified = Exclusive, true
 	if td, ok := g.reg.resolveExec(s); ok {
 		s.mode = td.classifyExec(s)

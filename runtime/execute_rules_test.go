@@ -1078,12 +1078,12 @@ func TestExecute_R58_TransformedSuccessIsRevalidatedTransformedFailureKept(t *te
 	})))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		r := next(nil)
-		return r.WithContent(runtime.Text("transformed")).WithContexts(runtime.Message{Role: "system", Text: "w"}), nil
+		return r.WithContent(runtime.Text("transformed")).WithContexts(runtime.ContextMessage{Role: "system", Text: "w"}), nil
 	}))
 	res := r3Exec(t, s, context.Background(), r3Call("t", nil))
 	r3Success(t, res, "5")
 	assert.Equal(t, []runtime.Block{runtime.Text("5")}, res.Content())
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "w"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "w"}}, res.AdditionalContexts())
 
 	fail.Store(true)
 	res = r3Exec(t, s, context.Background(), r3Call("t", nil))
@@ -1393,7 +1393,7 @@ func TestExecute_R65_ForeignSuccessDefinitionGoneOrInvalidIsFinal(t *testing.T) 
 	var mode atomic.Int32
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		if mode.Load() == 1 {
-			return runtime.Success(42).WithContexts(runtime.Message{Role: "r", Text: "w"}), nil
+			return runtime.Success(42).WithContexts(runtime.ContextMessage{Role: "r", Text: "w"}), nil
 		}
 		dispose()
 		return runtime.Success("ok"), nil
@@ -1413,7 +1413,7 @@ func TestExecute_R65_ForeignFailureKeepsErrorDropsValue(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Tool("t", func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "deferred"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "deferred"})
 		return 1, nil
 	})))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
@@ -1444,7 +1444,7 @@ func TestExecute_R65_ForeignFailureKeepsErrorDropsValue(t *testing.T) {
 	m, ok := res.Meta()
 	require.True(t, ok, "a wrapper-authored Meta is kept on a failure")
 	assert.JSONEq(t, `{"m":1}`, string(m))
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "deferred"}, {Role: "system", Text: "wrapper"}}, res.AdditionalContexts(),
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "deferred"}, {Role: "system", Text: "wrapper"}}, res.AdditionalContexts(),
 		"deferred contexts are prepended")
 	assert.Equal(t, int32(1), post.Load())
 }
@@ -1453,16 +1453,16 @@ func TestExecute_R65_DeferredContextsPrependedOnSuccess(t *testing.T) {
 	reg := r3Reg(t)
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Tool("t", func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "d1"})
-		rc.DeferContext(runtime.Message{Role: "user", Text: "d2"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "d1"})
+		rc.DeferContext(runtime.ContextMessage{Role: "user", Text: "d2"})
 		return 1, nil
 	})))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
-		return next(nil).WithContexts(runtime.Message{Role: "system", Text: "w"}), nil
+		return next(nil).WithContexts(runtime.ContextMessage{Role: "system", Text: "w"}), nil
 	}))
 	res := r3Exec(t, s, context.Background(), r3Call("t", nil))
 	r3Success(t, res, "1")
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "d1"}, {Role: "user", Text: "d2"}, {Role: "system", Text: "w"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d1"}, {Role: "user", Text: "d2"}, {Role: "system", Text: "w"}}, res.AdditionalContexts())
 }
 
 func TestExecute_R66_WrapperFailureIsFinalDropsDeferredContexts(t *testing.T) {
@@ -1480,7 +1480,7 @@ func TestExecute_R66_WrapperFailureIsFinalDropsDeferredContexts(t *testing.T) {
 			reg := r3Reg(t)
 			s := r3Scope(t, reg, "a")
 			r3M(s.Register(r3Tool("t", func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-				rc.DeferContext(runtime.Message{Role: "system", Text: "d"})
+				rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "d"})
 				rc.ConcludeTurn()
 				return 1, nil
 			})))
@@ -1621,7 +1621,7 @@ func r3PostDecide(t *testing.T, def runtime.Definition, dec func(r *runtime.Resu
 
 func r3MetaTool(v any, conclude bool, fail error) runtime.Definition {
 	d := r3Tool("t", func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "d"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "d"})
 		if conclude {
 			rc.ConcludeTurn()
 		}
@@ -1641,7 +1641,7 @@ func TestExecute_R69_Accept(t *testing.T) {
 	r3Success(t, res, "1")
 	assert.Equal(t, []runtime.Block{runtime.Text("1")}, res.Content())
 	assert.True(t, res.ConcludesTurn())
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "d"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d"}}, res.AdditionalContexts())
 }
 
 func TestExecute_R69_AcceptContentOnSuccessKeepsEverythingElse(t *testing.T) {
@@ -1678,7 +1678,7 @@ func TestExecute_R69_AcceptValueOnSuccessRebuilds(t *testing.T) {
 	require.True(t, ok)
 	assert.JSONEq(t, `{"of":{"replaced":true}}`, string(m), "fresh meta")
 	assert.True(t, res.ConcludesTurn(), "R78: conclusion survives Accept{Value}")
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "d"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d"}}, res.AdditionalContexts())
 }
 
 func TestExecute_R69_AcceptValueJSONNullIsPresent(t *testing.T) {
@@ -1746,25 +1746,25 @@ func TestExecute_R69_BlockedMessageDerivation(t *testing.T) {
 }
 
 func TestExecute_R70_ContextsRules(t *testing.T) {
-	dec := runtime.Message{Role: "system", Text: "decision"}
+	dec := runtime.ContextMessage{Role: "system", Text: "decision"}
 	t.Run("accept appends after deferred and wrapper", func(t *testing.T) {
 		reg := r3Reg(t)
 		s := r3Scope(t, reg, "a")
 		r3M(s.Register(r3MetaTool(1, false, nil)))
 		r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
-			return next(nil).WithContexts(runtime.Message{Role: "system", Text: "w"}), nil
+			return next(nil).WithContexts(runtime.ContextMessage{Role: "system", Text: "w"}), nil
 		}))
 		r3M(s.OnPostExecute(func(_ context.Context, e runtime.Execution, r *runtime.Result, next func() (runtime.PostDecision, error)) (runtime.PostDecision, error) {
 			return runtime.Accept().WithContexts(dec), nil
 		}))
 		res := r3Exec(t, s, context.Background(), r3Call("t", nil))
-		assert.Equal(t, []runtime.Message{{Role: "system", Text: "d"}, {Role: "system", Text: "w"}, dec}, res.AdditionalContexts())
+		assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d"}, {Role: "system", Text: "w"}, dec}, res.AdditionalContexts())
 	})
 	t.Run("block keeps only the decision's", func(t *testing.T) {
 		res := r3PostDecide(t, r3MetaTool(1, false, nil), func(*runtime.Result) runtime.PostDecision {
 			return runtime.Blocked(runtime.Text("no")).WithContexts(dec)
 		})
-		assert.Equal(t, []runtime.Message{dec}, res.AdditionalContexts())
+		assert.Equal(t, []runtime.ContextMessage{dec}, res.AdditionalContexts())
 	})
 	t.Run("none is empty", func(t *testing.T) {
 		res := r3Exec(t, func() *runtime.Scope {
@@ -1829,7 +1829,7 @@ func TestExecute_R72_R74_FinalizerOnceChangesContentOnly(t *testing.T) {
 	require.True(t, ok)
 	assert.JSONEq(t, `{"of":1}`, string(m))
 	assert.True(t, res.ConcludesTurn())
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "d"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d"}}, res.AdditionalContexts())
 	assert.Equal(t, int32(1), calls.Load())
 	assert.Equal(t, res.Content(), observed.Content(), "observers see the finalized result")
 }
@@ -2002,7 +2002,7 @@ func TestExecute_R76_ImmutableOutcome(t *testing.T) {
 		mm, ok := r.Meta()
 		require.True(t, ok)
 		assert.JSONEq(t, `{"of":{"k":"v"}}`, string(mm))
-		assert.Equal(t, []runtime.Message{{Role: "system", Text: "d"}}, r.AdditionalContexts())
+		assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d"}}, r.AdditionalContexts())
 	}
 }
 
@@ -2021,7 +2021,7 @@ func TestExecute_R76_Invariants(t *testing.T) {
 	assert.False(t, res.ConcludesTurn(), "R78: no failure carries ConcludesTurn")
 	_, hasMeta := res.Meta()
 	assert.False(t, hasMeta, "Meta on a failure only if a wrapper authored it")
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "d"}}, res.AdditionalContexts(), "R77: deferred survive body failure")
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "d"}}, res.AdditionalContexts(), "R77: deferred survive body failure")
 }
 
 // ---------------------------------------------------------------- R77–R78
@@ -2031,13 +2031,13 @@ func TestExecute_R77_DeferContextOrderAndSurvival(t *testing.T) {
 	s := r3Scope(t, reg, "a")
 	r3M(s.Register(r3Tool("t", func(_ context.Context, _ json.RawMessage, rc *runtime.RunContext) (any, error) {
 		for i := range 3 {
-			rc.DeferContext(runtime.Message{Role: "system", Text: string(rune('a' + i))})
+			rc.DeferContext(runtime.ContextMessage{Role: "system", Text: string(rune('a' + i))})
 		}
 		return nil, errors.New("failed anyway")
 	})))
 	res := r3Exec(t, s, context.Background(), r3Call("t", nil))
 	require.True(t, res.IsError())
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "a"}, {Role: "system", Text: "b"}, {Role: "system", Text: "c"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "a"}, {Role: "system", Text: "b"}, {Role: "system", Text: "c"}}, res.AdditionalContexts())
 }
 
 func TestExecute_R78_ConcludeTurnAndCompositeForwarding(t *testing.T) {

@@ -113,9 +113,9 @@ func blocksSafe(bs []Block) bool {
 	return true
 }
 
-func cloneMessages(m []Message) []Message {
+func cloneMessages(m []ContextMessage) []ContextMessage {
 	if len(m) == 0 {
 		return nil
 	}
-	return append([]Message(nil), m...)
+	return append([]ContextMessage(nil), m...)
 }

@@ -29,12 +29,12 @@ func normalized(out *Result, own bool) (res *Result, rebuild bool) {
 
 // withContextsFirst is R65's context merge: msgs (the body's deferred
 // contexts, R77) go in front of res's own.
-func withContextsFirst(msgs []Message, res *Result) *Result {
+func withContextsFirst(msgs []ContextMessage, res *Result) *Result {
 	if len(msgs) == 0 {
 		return res
 	}
 	n := *res
-	n.contexts = append(append(make([]Message, 0, len(msgs)+len(res.contexts)), msgs...), res.contexts...)
+	n.contexts = append(append(make([]ContextMessage, 0, len(msgs)+len(res.contexts)), msgs...), res.contexts...)
 	return &n
 }
 
@@ -76,13 +76,13 @@ func foldPost(res *Result, dec PostDecision, err error) (out *Result, rebuild bo
 // decision made of it) with res's contexts followed by msgs, the
 // decision's. A new result has no stamp: post-execute's outcome is never
 // an execution's own dispatch (finish clears res's own).
-func acceptedContexts(res, out *Result, msgs []Message) *Result {
+func acceptedContexts(res, out *Result, msgs []ContextMessage) *Result {
 	if len(msgs) == 0 && out == res {
 		return res
 	}
 	n := *out
 	n.stamp = nil
-	n.contexts = append(append([]Message(nil), res.contexts...), msgs...)
+	n.contexts = append(append([]ContextMessage(nil), res.contexts...), msgs...)
 	if len(n.contexts) == 0 {
 		n.contexts = nil
 	}

@@ -12,9 +12,9 @@ import (
 // The pure steps of the pipeline (fold.go), without a registry.
 
 var (
-	foldCtxA    = Message{Role: "r", Text: "a"}
-	foldCtxB    = Message{Role: "r", Text: "b"}
-	foldCtxD    = Message{Role: "r", Text: "deferred"}
+	foldCtxA    = ContextMessage{Role: "r", Text: "a"}
+	foldCtxB    = ContextMessage{Role: "r", Text: "b"}
+	foldCtxD    = ContextMessage{Role: "r", Text: "deferred"}
 	foldBadData = Block{Type: "image", Data: json.RawMessage(`{`)}
 	foldOwn     = &execState{} // the execution whose dispatch stamped a result
 )
@@ -22,13 +22,13 @@ var (
 // foldSuccess is a success as success creation makes it, stamped by foldOwn.
 func foldSuccess() *Result {
 	return &Result{value: []byte(`"v"`), content: []Block{Text("v")}, meta: []byte(`{"m":1}`),
-		contexts: []Message{foldCtxA}, concludes: true, stamp: foldOwn}
+		contexts: []ContextMessage{foldCtxA}, concludes: true, stamp: foldOwn}
 }
 
 // foldFailure is a coded failure with wrapper metadata and contexts.
 func foldFailure() *Result {
 	res := codedFailure(NameAbort, CodeAborted, "boom")
-	res.meta, res.contexts = []byte(`{"m":2}`), []Message{foldCtxA}
+	res.meta, res.contexts = []byte(`{"m":2}`), []ContextMessage{foldCtxA}
 	return res
 }
 
@@ -73,9 +73,9 @@ func TestNormalize_R65(t *testing.T) {
 
 	t.Run("deferred contexts go first", func(t *testing.T) {
 		out := foldSuccess()
-		got := withContextsFirst([]Message{foldCtxD}, out)
-		assert.Equal(t, []Message{foldCtxD, foldCtxA}, got.contexts)
-		assert.Equal(t, []Message{foldCtxA}, out.contexts, "the given result is not changed")
+		got := withContextsFirst([]ContextMessage{foldCtxD}, out)
+		assert.Equal(t, []ContextMessage{foldCtxD, foldCtxA}, got.contexts)
+		assert.Equal(t, []ContextMessage{foldCtxA}, out.contexts, "the given result is not changed")
 		assert.Same(t, out, withContextsFirst(nil, out), "nothing deferred: the result itself")
 	})
 }
@@ -94,7 +94,7 @@ func TestFoldPost_R69_R70_R71(t *testing.T) {
 		value    string // "" none
 		content  []Block
 		meta     bool
-		contexts []Message
+		contexts []ContextMessage
 		concl    bool
 	}
 	cases := []struct {
@@ -105,15 +105,15 @@ func TestFoldPost_R69_R70_R71(t *testing.T) {
 		want want
 	}{
 		{"Accept keeps a success", foldSuccess(), Accept(), nil,
-			want{same: true, value: `"v"`, content: []Block{Text("v")}, meta: true, contexts: []Message{foldCtxA}, concl: true}},
+			want{same: true, value: `"v"`, content: []Block{Text("v")}, meta: true, contexts: []ContextMessage{foldCtxA}, concl: true}},
 		{"Accept with contexts appends them", foldSuccess(), Accept().WithContexts(foldCtxB), nil,
-			want{value: `"v"`, content: []Block{Text("v")}, meta: true, contexts: []Message{foldCtxA, foldCtxB}, concl: true}},
+			want{value: `"v"`, content: []Block{Text("v")}, meta: true, contexts: []ContextMessage{foldCtxA, foldCtxB}, concl: true}},
 		{"AcceptContent replaces the content only", foldSuccess(), AcceptContent(Text("c")), nil,
-			want{value: `"v"`, content: []Block{Text("c")}, meta: true, contexts: []Message{foldCtxA}, concl: true}},
+			want{value: `"v"`, content: []Block{Text("c")}, meta: true, contexts: []ContextMessage{foldCtxA}, concl: true}},
 		{"AcceptContent on a failure keeps it a failure", foldFailure(), AcceptContent(Text("c")), nil,
-			want{isError: true, msg: "boom", code: CodeAborted, content: []Block{Text("c")}, meta: true, contexts: []Message{foldCtxA}}},
+			want{isError: true, msg: "boom", code: CodeAborted, content: []Block{Text("c")}, meta: true, contexts: []ContextMessage{foldCtxA}}},
 		{"AcceptContent empty is empty content", foldSuccess(), AcceptContent(), nil,
-			want{value: `"v"`, content: []Block{}, meta: true, contexts: []Message{foldCtxA}, concl: true}},
+			want{value: `"v"`, content: []Block{}, meta: true, contexts: []ContextMessage{foldCtxA}, concl: true}},
 		{"AcceptContent not JSON-safe", foldSuccess(), AcceptContent(foldBadData), nil,
 			want{isError: true, msg: "tool result must be losslessly JSON-serializable", content: []Block{Text("Error: tool result must be losslessly JSON-serializable")}}},
 		{"AcceptValue on a success is rebuilt", foldSuccess(), AcceptValue(nil), nil, want{rebuild: true}},
@@ -124,7 +124,7 @@ func TestFoldPost_R69_R70_R71(t *testing.T) {
 			want{isError: true, msg: "post-execute hook: an accept decision cannot replace both value and content",
 				content: []Block{Text("Error: post-execute hook: an accept decision cannot replace both value and content")}}},
 		{"Blocked: feedback, its message, the decision's contexts only", foldSuccess(), Blocked(feedback...).WithContexts(foldCtxB), nil,
-			want{isError: true, msg: "no\n[image content]", content: feedback, contexts: []Message{foldCtxB}}},
+			want{isError: true, msg: "no\n[image content]", content: feedback, contexts: []ContextMessage{foldCtxB}}},
 		{"Blocked with no feedback", foldFailure(), Blocked(), nil,
 			want{isError: true, msg: "tool result blocked by post-execute policy", content: []Block{}}},
 		{"a failing hook: its failure, no contexts", foldSuccess(), Accept().WithContexts(foldCtxB), hookErr,
@@ -165,8 +165,8 @@ func TestFoldPost_R69_R70_R71(t *testing.T) {
 
 	t.Run("a rebuilt success: the result's contexts, then the decision's", func(t *testing.T) {
 		res, rebuilt := foldSuccess(), &Result{value: []byte(`2`), content: []Block{Text("2")}}
-		out := acceptedContexts(res, rebuilt, []Message{foldCtxB})
-		assert.Equal(t, []Message{foldCtxA, foldCtxB}, out.contexts)
+		out := acceptedContexts(res, rebuilt, []ContextMessage{foldCtxB})
+		assert.Equal(t, []ContextMessage{foldCtxA, foldCtxB}, out.contexts)
 		assert.Equal(t, []byte(`2`), out.value)
 		assert.Nil(t, rebuilt.contexts, "the given result is not changed")
 		none := acceptedContexts(&Result{}, &Result{value: []byte(`2`)}, nil)

@@ -284,7 +284,7 @@ func WithHooks(h Hooks) Option {
 
 // hookSet is the registry's hooks, field by field, in WithHooks order. It
 // is built once by New and never changes; a call takes it at entry
-// (execState.span) only when some field a call reaches is set.
+// (execState.hooks) only when some field a call reaches is set.
 type hookSet struct {
 	reg          *Registry
 	calls        bool // some field a call reaches is set (forCalls)
@@ -359,7 +359,7 @@ func (h *hookSet) add(x Hooks) {
 	}
 }
 
-// forCalls is what a call entering now keeps (execState.span): the hooks,
+// forCalls is what a call entering now keeps (execState.hooks): the hooks,
 // when any point of a call has one.
 func (h *hookSet) forCalls() *hookSet {
 	if h == nil || !h.calls {
@@ -371,7 +371,7 @@ func (h *hookSet) forCalls() *hookSet {
 // recover is deferred around one hook: it contains a panic.
 func (h *hookSet) recover(field string) {
 	if p := recover(); p != nil {
-		h.reg.contain(fmt.Errorf("hooks.%s panicked: %w", field, panicError(p)))
+		h.reg.report(fmt.Errorf("hooks.%s panicked: %w", field, panicError(p)))
 	}
 }
 
@@ -379,7 +379,7 @@ func (h *hookSet) recover(field string) {
 func (s *Subscription) deliverSync(e Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.reg.contain(fmt.Errorf("hooks.Event panicked on %v: %w", e.Kind, panicError(p)))
+			s.reg.report(fmt.Errorf("hooks.Event panicked on %v: %w", e.Kind, panicError(p)))
 		}
 	}()
 	s.fn(e)
@@ -396,12 +396,12 @@ func (r *Registry) Queued() int { return int(r.queuedCalls()) }
 
 // queuedCalls sums the calls waiting for admission in every live scope.
 func (r *Registry) queuedCalls() int64 {
-	n := r.global.shell.gate.Waiting()
+	n := r.global.state.gate.Waiting()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for _, rec := range r.scopes {
-		if rec.live != nil {
-			n += rec.live.shell.gate.Waiting()
+	for _, record := range r.scopes {
+		if record.live != nil {
+			n += record.live.state.gate.Waiting()
 		}
 	}
 	return n
@@ -446,9 +446,9 @@ func (h *hookSet) refused(code Code) {
 	}
 }
 
-// startSpan runs the CallStart hooks for s (initExec, once its identity
+// hookStart runs the CallStart hooks for s (initExec, once its identity
 // and entry time are set) and returns the ctx the call runs under.
-func (h *hookSet) startSpan(ctx context.Context, s *execState) context.Context {
+func (h *hookSet) hookStart(ctx context.Context, s *execState) context.Context {
 	c := CallInfo{CallID: s.callID, Tool: s.name, Scope: s.agent, Parent: s.parent, At: unixTime(s.enteredAt), reg: s.reg}
 	for _, f := range h.callStart {
 		ctx = h.startOne(f, ctx, c)
@@ -467,7 +467,7 @@ func (h *hookSet) startOne(f func(context.Context, CallInfo) context.Context, ct
 
 // stage runs the CallStage hooks with st.
 func (s *execState) stage(st CallStage) {
-	h := s.span
+	h := s.hooks
 	if len(h.callStage) == 0 {
 		return
 	}
@@ -483,10 +483,10 @@ func (h *hookSet) stageOne(f func(Execution, CallStage), ex Execution, st CallSt
 }
 
 // The stage points of execute.go and turn.go: each is called behind one
-// nil check of s.span (the call's hooks, taken at entry).
+// nil check of s.hooks (the call's hooks, taken at entry).
 
-// spanResolved reports what entry resolved (the tool's description).
-func (s *execState) spanResolved() {
+// hookResolved reports what entry resolved (the tool's description).
+func (s *execState) hookResolved() {
 	st := CallStage{Stage: StageResolved}
 	if s.chainTool != nil {
 		st.Description = s.chainTool.def.Description
@@ -494,53 +494,53 @@ func (s *execState) spanResolved() {
 	s.stage(st)
 }
 
-// spanGate reports the start of the gate stages.
-func (s *execState) spanGate() { s.stage(CallStage{Stage: StageGate}) }
+// hookPreDispatch reports the start of preDispatch's stages (StageGate).
+func (s *execState) hookPreDispatch() { s.stage(CallStage{Stage: StageGate}) }
 
-// spanPre reports the pre-execute stage: n hooks, their decision.
-func (s *execState) spanPre(n int, dec Decision, err error) {
+// hookPre reports the pre-execute stage: n hooks, their decision.
+func (s *execState) hookPre(n int, dec Decision, err error) {
 	s.stage(CallStage{Stage: StagePreExecute, Hooks: n, Decision: dec.Kind, Err: err})
 }
 
-// spanApproval reports the approver's resolution of an Ask.
-func (s *execState) spanApproval() { s.stage(CallStage{Stage: StageApproval}) }
+// hookApproval reports the approver's resolution of an Ask.
+func (s *execState) hookApproval() { s.stage(CallStage{Stage: StageApproval}) }
 
-// spanGuards reports the guards stage.
-func (s *execState) spanGuards(denied bool) { s.stage(CallStage{Stage: StageGuards, Denied: denied}) }
+// hookGuards reports the guards stage.
+func (s *execState) hookGuards(denied bool) { s.stage(CallStage{Stage: StageGuards, Denied: denied}) }
 
-// spanAdmitted reports the admission of s's dispatch (a turn admits at
-// prepare or on its worker, turnGate; a single call in spanDispatching).
-func (s *execState) spanAdmitted() {
-	s.hookAdmitted = true
+// hookAdmitted reports the admission of s's dispatch (a turn admits at
+// prepare or on its worker, turnAdmitter; a single call in hookDispatching).
+func (s *execState) hookAdmitted() {
+	s.admittedReported = true
 	s.stage(CallStage{Stage: StageAdmitted})
 }
 
-// spanDispatching reports the start of the dispatch, and the admission
+// hookDispatching reports the start of the dispatch, and the admission
 // first unless it was reported already.
-func (s *execState) spanDispatching() {
-	if !s.hookAdmitted {
-		s.spanAdmitted()
+func (s *execState) hookDispatching() {
+	if !s.admittedReported {
+		s.hookAdmitted()
 	}
-	s.hookDispatching = true
+	s.dispatchingReported = true
 	s.stage(CallStage{Stage: StageDispatching})
 }
 
-// spanDispatched reports the dispatch stage: around hooks and body. It is
+// hookDispatched reports the dispatch stage: around hooks and body. It is
 // called after dispatch returns, whether or not it dispatched (a refused
 // admission did not: nothing is reported).
-func (s *execState) spanDispatched(around int) {
-	if !s.hookDispatching {
+func (s *execState) hookDispatched(around int) {
+	if !s.dispatchingReported {
 		return
 	}
-	s.hookDispatching = false
+	s.dispatchingReported = false
 	s.stage(CallStage{Stage: StageDispatched, Hooks: around, BodyInvoked: s.bodyInvoked.Load()})
 }
 
-// spanPostStart and spanPost bracket the post-execute stage (a turn's
+// hookPostStart and hookPost bracket the post-execute stage (a turn's
 // call runs it at commit, in model order).
-func (s *execState) spanPostStart() { s.stage(CallStage{Stage: StagePostStart}) }
+func (s *execState) hookPostStart() { s.stage(CallStage{Stage: StagePostStart}) }
 
-func (s *execState) spanPost(n int) { s.stage(CallStage{Stage: StagePostExecute, Hooks: n}) }
+func (s *execState) hookPost(n int) { s.stage(CallStage{Stage: StagePostExecute, Hooks: n}) }
 
 // done describes s, finished with res.
 func (s *execState) done(res *Result, observers int) CallDone {
@@ -569,10 +569,10 @@ func (s *execState) done(res *Result, observers int) CallDone {
 	return d
 }
 
-// spanObserversStart reports the call finished (CallFinished), right
-// before its n result observers run; endSpan reports them done (CallEnd).
-func (s *execState) spanObserversStart(res *Result, n int) {
-	h := s.span
+// hookFinished reports the call finished (CallFinished), right
+// before its n result observers run; hookEnd reports them done (CallEnd).
+func (s *execState) hookFinished(res *Result, n int) {
+	h := s.hooks
 	if len(h.callFinished) == 0 {
 		return
 	}
@@ -582,9 +582,9 @@ func (s *execState) spanObserversStart(res *Result, n int) {
 	}
 }
 
-// endSpan reports the end of the call (CallEnd), after its observers.
-func (s *execState) endSpan(res *Result, n int) {
-	h := s.span
+// hookEnd reports the end of the call (CallEnd), after its observers.
+func (s *execState) hookEnd(res *Result, n int) {
+	h := s.hooks
 	if len(h.callEnd) == 0 {
 		return
 	}
@@ -599,9 +599,9 @@ func (h *hookSet) doneOne(field string, f func(Execution, CallDone), ex Executio
 	f(ex, d)
 }
 
-// startTurnSpan runs the TurnStart hooks for tr and returns the turn's ctx
+// hookTurnStart runs the TurnStart hooks for tr and returns the turn's ctx
 // and, when some TurnEnd is set, what ends it (nil otherwise).
-func (r *Registry) startTurnSpan(ctx context.Context, tr *turnRun) (context.Context, *turnSpan) {
+func (r *Registry) hookTurnStart(ctx context.Context, tr *turnRun) (context.Context, *turnEnder) {
 	h := r.hooks
 	if h == nil || len(h.turnStart)+len(h.turnEnd) == 0 {
 		return ctx, nil
@@ -613,7 +613,7 @@ func (r *Registry) startTurnSpan(ctx context.Context, tr *turnRun) (context.Cont
 	if len(h.turnEnd) == 0 {
 		return ctx, nil
 	}
-	return ctx, (*turnSpan)(tr)
+	return ctx, (*turnEnder)(tr)
 }
 
 func (h *hookSet) turnStartOne(f func(context.Context, TurnInfo) context.Context, ctx context.Context, t TurnInfo) (out context.Context) {
@@ -629,11 +629,11 @@ func (tr *turnRun) info() TurnInfo {
 	return TurnInfo{Scope: tr.agent, TurnID: tr.o.id, Calls: len(tr.calls), Parent: tr.o.parent, reg: tr.reg}
 }
 
-// turnSpan is a turn as its TurnEnd hooks see it: End reports it over.
-type turnSpan turnRun
+// turnEnder is a turn as its TurnEnd hooks see it: End reports it over.
+type turnEnder turnRun
 
 // End runs the TurnEnd hooks with the turn's ctx and error.
-func (ts *turnSpan) End() {
+func (ts *turnEnder) End() {
 	tr := (*turnRun)(ts)
 	h := tr.reg.hooks
 	t := tr.info()
@@ -645,8 +645,8 @@ func (ts *turnSpan) End() {
 	}
 }
 
-// syntheticSpan reports a turn's call that never started (R97).
-func (r *Registry) syntheticSpan(tr *turnRun, i int) {
+// hookAborted reports a turn's call that never started (R97).
+func (r *Registry) hookAborted(tr *turnRun, i int) {
 	h := r.hooks
 	if h == nil || len(h.callAborted) == 0 {
 		return

@@ -206,7 +206,7 @@ func exclusiveDef(name string) runtime.Definition {
 
 // BenchmarkHotPath_ContendedExclusive: exclusive calls from 8 goroutines
 // per core on one scope, so most of them wait for admission in the scope's
-// FIFO line (the supervisor's path, not the CAS fast path).
+// FIFO line (the admission line's path, not the CAS fast path).
 func BenchmarkHotPath_ContendedExclusive(b *testing.B) {
 	reg, _ := runtime.New(runtime.WithEvents(false))
 	defer reg.Close(context.Background())

@@ -26,7 +26,7 @@ func TestExecute_R65_LossySuccessIsFinalInvalidToolOutput(t *testing.T) {
 	r3M(s.Register(r3Const("t", "s")))
 	r3M(s.OnExecute(func(ctx context.Context, e runtime.Execution, next func(context.Context) *runtime.Result) (*runtime.Result, error) {
 		next(ctx)
-		return runtime.Success(map[string]any{"x": math.Inf(1)}).WithContexts(runtime.Message{Role: "r", Text: "w"}), nil
+		return runtime.Success(map[string]any{"x": math.Inf(1)}).WithContexts(runtime.ContextMessage{Role: "r", Text: "w"}), nil
 	}))
 	post := r3PostSpy(t, s)
 	res := r3Exec(t, s, context.Background(), r3Call("t", nil))

@@ -24,15 +24,37 @@ type execKey struct{}
 // carries both, and each registry finds its own (R51).
 type regExecKey struct{ r *Registry }
 
-// execCtx is an execution's own ctx: the caller's (or the turn's), plus the
-// execution for ExecutionFromContext. It lives inside the execState.
-type execCtx struct {
+// The four ctx types of a call, from the caller's ctx to the body's:
+//
+//   - shutdownAwareCtx (close.go) is the ctx a call (or a turn) runs under:
+//     the caller's, cancelled also when Close gives up waiting (R7 drain,
+//     then cancel) and once the call is over (like an ended request's). Err
+//     needs no allocation; the first Done (or a Value lookup, which is how
+//     the context package looks for a parent to hang a derived ctx on)
+//     builds its shutdownLink, and from then on that answers everything. A
+//     pipeline that never waits on Done pays nothing. It lives inside the
+//     execution (or the turn) it belongs to.
+//   - shutdownLink (close.go) is that lazily built part: a cancel ctx under
+//     the caller's, cancelled by the registry's shutdown signal as well, and
+//     what unregisters it from that signal.
+//   - execCarrierCtx (here) is the ctx the execution's callbacks and body
+//     see: the shutdownAwareCtx (the turn's for a turn's call), as the
+//     CallStart hooks returned it, plus the execution itself, for ExecutionFromContext and for nested calls to
+//     find their parent. It lives inside the execState.
+//   - callerOrWrapperCtx (body.go) is the body's ctx when an around hook
+//     delegated with a ctx of its own (R60): cancelled when either the
+//     caller's or the wrapper's is, with Err answering from both
+//     synchronously, and carrying the execution whatever ctx the wrapper
+//     passed.
+
+// execCarrierCtx is a ctx that carries its execution (see the block above).
+type execCarrierCtx struct {
 	context.Context
 	s *execState
 }
 
 // Value implements context.Context.
-func (c *execCtx) Value(key any) any {
+func (c *execCarrierCtx) Value(key any) any {
 	return execValue(c.s, c.Context, key)
 }
 
@@ -51,7 +73,7 @@ func execValue(s *execState, parent context.Context, key any) any {
 }
 
 // String names the ctx in debugging output.
-func (c *execCtx) String() string { return "toolscope execution context" }
+func (c *execCarrierCtx) String() string { return "toolscope execution context" }
 
 // execOf returns the execution ctx belongs to, or nil.
 func execOf(ctx context.Context) *execState {
@@ -102,25 +124,25 @@ func (r *Registry) inferParent(ctx context.Context, parent Token) (Token, *execS
 
 // Nested admission (issue 11, R86, contract N1–N6) is decided by
 // admit.Nest, a single-goroutine policy over ids (here *execState for a
-// call and *shell for a scope; its doc tells the rules). This file is its
-// shell: calls that are not nested take the scope's gate as before — one
-// CAS when nobody waits, else the supervisor's FIFO queue — and a nested
+// call and *scopeState for a scope; its doc tells the rules). This file is its
+// driver: calls that are not nested take the scope's gate as before — one
+// CAS when nobody waits, else the admission line's FIFO queue — and a nested
 // call takes the registry's nest lock, asks the policy, and does what it
-// answers: wait on a channel, post to a supervisor, wake waiters, kick
-// queues.
+// answers: wait on a channel, post to an admission line, wake waiters, admit
+// those waiting in the queues.
 
 // nestState is the registry's nested admission: the policy and the
 // channels of the nested calls waiting for it. Nested waits are rare, so
 // one lock serves every scope.
 type nestState struct {
 	mu    sync.Mutex
-	p     admit.Nest[*execState, *shell, nestWorld]
+	p     admit.Nest[*execState, *scopeState, nestWorld]
 	ready map[*execState]chan struct{} // closed when the policy admits the call (Effects.Wake)
 }
 
-// shellNest is the nested side of one scope's admission, allocated on first
+// scopeNest is the nested side of one scope's admission, allocated on first
 // use (an idle scope pays a nil pointer). Guarded by Registry.nest.mu.
-type shellNest = admit.Inside[*execState]
+type scopeNest = admit.Inside[*execState]
 
 // nestWorld is what the policy reads and records about executions and
 // scopes: hosts, the admission each holds, each scope's gate.
@@ -128,20 +150,20 @@ type nestWorld struct{}
 
 func (nestWorld) Host(s *execState) *execState { return s.host }
 
-func (nestWorld) Holding(s *execState) (*shell, bool) { return s.holder() }
+func (nestWorld) Holding(s *execState) (*scopeState, bool) { return s.holder() }
 
-func (nestWorld) Hold(s *execState, sh *shell, excl, slot bool) { s.hold(sh, excl, slot) }
+func (nestWorld) Hold(s *execState, sh *scopeState, excl, slot bool) { s.hold(sh, excl, slot) }
 
-func (nestWorld) Scope(sh *shell) (*admit.Gate, *shellNest) {
+func (nestWorld) Scope(sh *scopeState) (*admit.Gate, *scopeNest) {
 	if sh.nest == nil {
-		sh.nest = &shellNest{} // under nest.mu: the policy is only called with it held
+		sh.nest = &scopeNest{} // under nest.mu: the policy is only called with it held
 	}
 	return &sh.gate, sh.nest
 }
 
 // holder returns the admission s holds (nil if none) and whether it is
 // exclusive.
-func (s *execState) holder() (*shell, bool) {
+func (s *execState) holder() (*scopeState, bool) {
 	sh := s.holding.Load()
 	if sh == nil {
 		return nil, false
@@ -154,14 +176,14 @@ func (s *execState) holder() (*shell, bool) {
 func (r *Registry) nestedCall(s *execState) bool { return r.nest.p.Nested(s) }
 
 // insideOf reports whether an ancestor of s holds sh.
-func (r *Registry) insideOf(s *execState, sh *shell) bool { return r.nest.p.Inside(s, sh) }
+func (r *Registry) insideOf(s *execState, sh *scopeState) bool { return r.nest.p.Inside(s, sh) }
 
 // acquire admits s's dispatch on sh (nil: nothing to serialize against). A
 // nil result means s may dispatch and owes releaseAdmission; otherwise the
 // result is s's outcome and nothing is owed: ABORTED_BEFORE_DISPATCH when
 // its ctx ended while it waited, WOULD_DEADLOCK when waiting could never
 // end.
-func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
+func (r *Registry) acquire(s *execState, sh *scopeState, parallel bool) *Result {
 	if sh == nil {
 		return nil
 	}
@@ -172,8 +194,8 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 				return nil
 			}
 			out := admitGone
-			if sup := r.supervisorFor(sh); sup != nil {
-				out = sup.admitWait(s.cx(), parallel)
+			if line := r.lineFor(sh); line != nil {
+				out = line.admitWait(s.ctx(), parallel)
 			}
 			switch out {
 			case admitCancelled:
@@ -198,21 +220,21 @@ func (r *Registry) acquire(s *execState, sh *shell, parallel bool) *Result {
 
 // hold records the admission s holds; holdExcl is written before holding,
 // which publishes it.
-func (s *execState) hold(sh *shell, excl, slot bool) {
+func (s *execState) hold(sh *scopeState, excl, slot bool) {
 	s.holdExcl, s.holdSlot = excl, slot
 	s.holding.Store(sh)
 }
 
-// applyNest does what the policy answered: wake the waiters it admitted, kick
-// the queues that may admit someone now. Caller holds nest.mu.
-func (r *Registry) applyNest(fx admit.Effects[*execState, *shell]) {
+// applyNest does what the policy answered: wake the waiters it admitted, have
+// the queues that may admit someone now admit them. Caller holds nest.mu.
+func (r *Registry) applyNest(fx admit.Effects[*execState, *scopeState]) {
 	n := &r.nest
 	for _, s := range fx.Wake {
 		close(n.ready[s])
 		delete(n.ready, s)
 	}
-	for _, sh := range fx.Kick {
-		r.kick(sh)
+	for _, sh := range fx.AdmitWaiting {
+		r.admitWaiting(sh)
 	}
 }
 
@@ -227,7 +249,7 @@ func (n *nestState) waitChan(s *execState) chan struct{} {
 	return ch
 }
 
-func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result {
+func (r *Registry) acquireNested(s *execState, sh *scopeState, parallel bool) *Result {
 	n := &r.nest
 	n.mu.Lock()
 	d, fx := n.p.Enter(s, sh, parallel)
@@ -254,16 +276,16 @@ func (r *Registry) acquireNested(s *execState, sh *shell, parallel bool) *Result
 	select {
 	case <-ready:
 		return nil
-	case <-s.cx().Done():
+	case <-s.ctx().Done():
 	}
 	return r.cancelNested(s, nil)
 }
 
 // waitInLine waits for s's admission by the scope's queue (aw), or, once
 // taken out of the line, by the policy (ready), or for its ctx to end.
-func (r *Registry) waitInLine(s *execState, sh *shell, aw *admit.Waiter, ready chan struct{}) *Result {
+func (r *Registry) waitInLine(s *execState, sh *scopeState, aw *admit.Waiter, ready chan struct{}) *Result {
 	n := &r.nest
-	if sup := r.supervisorFor(sh); sup == nil || !sup.post(supOp{w: aw}) {
+	if line := r.lineFor(sh); line == nil || !line.post(lineOp{w: aw}) {
 		// The scope was torn down: nobody keeps its line any more; wait as
 		// a nested call that skips it.
 		n.mu.Lock()
@@ -276,7 +298,7 @@ func (r *Registry) waitInLine(s *execState, sh *shell, aw *admit.Waiter, ready c
 		return nil
 	case <-ready:
 		return nil
-	case <-s.cx().Done():
+	case <-s.ctx().Done():
 	}
 	return r.cancelNested(s, aw)
 }
@@ -328,7 +350,7 @@ func (r *Registry) releaseAdmission(s *execState) {
 
 // releaseOn gives back a slot of sh's gate: one CAS when nobody waits;
 // otherwise the slot is given back here and whoever waits is looked at.
-func (r *Registry) releaseOn(sh *shell, excl bool) {
+func (r *Registry) releaseOn(sh *scopeState, excl bool) {
 	if sh.gate.TryRelease(excl) {
 		return
 	}
@@ -339,20 +361,20 @@ func (r *Registry) releaseOn(sh *shell, excl bool) {
 		r.nest.mu.Unlock()
 	}
 	if was.Queued() {
-		r.kick(sh)
+		r.admitWaiting(sh)
 	}
 }
 
-// kick has sh's supervisor admit whoever fits now. The supervisor may not
+// admitWaiting has sh's admission line admit whoever fits now. The admission line may not
 // exist yet (a waiter that failed the fast path may still be spawning it),
-// so it is spawned here rather than the kick dropped.
-func (r *Registry) kick(sh *shell) {
-	if sup := r.supervisorFor(sh); sup != nil {
-		sup.kick()
+// so it is spawned here rather than the admitWaiting dropped.
+func (r *Registry) admitWaiting(sh *scopeState) {
+	if line := r.lineFor(sh); line != nil {
+		line.admitWaiting()
 	}
 }
 
-func wouldDeadlock(s *execState, sh *shell) *Result {
+func wouldDeadlock(s *execState, sh *scopeState) *Result {
 	key := "the global scope"
 	if s.node != nil {
 		key = fmt.Sprintf("scope %q", s.node.Key)

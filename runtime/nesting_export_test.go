@@ -19,7 +19,7 @@ func NestStateForTest(reg *Registry) string {
 		}
 		return fmt.Sprintf("%s/%s@%s[%s]", s.callID, s.name, s.agent, h)
 	}
-	n.p.EachWaiter(func(s *execState, sh *shell, parallel, inLine bool) {
+	n.p.EachWaiter(func(s *execState, sh *scopeState, parallel, inLine bool) {
 		fmt.Fprintf(&b, "waiter %s on %p parallel=%v in-line=%v gate=%#x inside=%v\n", desc(s), sh, parallel, inLine, uint64(sh.gate.Load()), reg.insideOf(s, sh))
 		for p := s.host; p != nil; p = p.host {
 			fmt.Fprintf(&b, "   host %s\n", desc(p))
@@ -39,9 +39,9 @@ func NestWaitersForTest(reg *Registry) int {
 }
 
 // QueuedForTest reports the calls waiting for admission that are not
-// nested (pending or in a supervisor's queue), across the registry.
+// nested (pending or in an admission line's queue), across the registry.
 func QueuedForTest(reg *Registry) int64 { return reg.queuedCalls() }
 
 // QueuedOnScopeForTest reports whether calls that are not nested wait in
-// (or are on their way to) the supervisor's queue of s's own gate.
-func QueuedOnScopeForTest(s *Scope) bool { return s.shell.gate.Load().Queued() }
+// (or are on their way to) the admission line's queue of s's own gate.
+func QueuedOnScopeForTest(s *Scope) bool { return s.state.gate.Load().Queued() }

@@ -239,7 +239,7 @@ func (s *Subscription) loop() {
 func (s *Subscription) deliver(e Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.reg.contain(fmt.Errorf("event subscriber panicked on %v: %w", e.Kind, panicError(p)))
+			s.reg.report(fmt.Errorf("event subscriber panicked on %v: %w", e.Kind, panicError(p)))
 		}
 	}()
 	s.fn(e)

@@ -15,20 +15,20 @@ import (
 // one, R67); finish and the observers see every result.
 //
 // A turn runs the same stages, split at admission and at post-execute
-// (turn.go): prepare is collapse, hooksFor and gate; a call's dispatch is
+// (turn.go): prepare is collapse, hookListsFor and preDispatch; a call's dispatch is
 // the turn's admission, dispatch and recheck; commit is postAndRecheck and
 // finish.
-func (r *Registry) pipeline(s *execState, g gate) *Result {
+func (r *Registry) pipeline(s *execState, g admitter) *Result {
 	if res := r.collapse(s); res != nil {
-		return r.finish(s, res, hooks{}) // R107: final, before any hook
+		return r.finish(s, res, hookLists{}) // R107: final, before any hook
 	}
-	h := r.hooksFor(s)        // R85: the hooks of the chain loaded at entry
-	res, post := r.gate(s, h) // R48, R79, pre-execute, approval, guards, R56
+	h := r.hookListsFor(s)           // R85: the hooks of the chain loaded at entry
+	res, post := r.preDispatch(s, h) // R48, R79, pre-execute, approval, guards, R56
 	if res == nil {
 		var final bool
 		res, final = r.dispatch(s, h, g) // admission, around hooks, base, R65
-		if s.span != nil {
-			s.spanDispatched(len(h.around))
+		if s.hooks != nil {
+			s.hookDispatched(len(h.around))
 		}
 		if !final {
 			res, post = r.recheck(s, res), true // R80
@@ -40,24 +40,24 @@ func (r *Registry) pipeline(s *execState, g gate) *Result {
 	return r.finish(s, res, h) // R72–R75
 }
 
-// gate is R49 from entry to admission: the argument failure (R48) and the
+// preDispatch is R49 from entry to admission: the argument failure (R48) and the
 // pre-cancelled check (R79), both final; pre-execute (R52), approval if
 // asked (R55), the guards if allowed (R37) and the cancellation check after
 // them (R56). It returns nil when the call goes on to admission; otherwise
 // the candidate result and whether it is a post result.
-func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
+func (r *Registry) preDispatch(s *execState, h hookLists) (res *Result, post bool) {
 	if s.args == nil {
 		return argsFailure(s.argsOver, r.cfg.argBound()), false // R48: wins over everything
 	}
-	if s.cx().Err() != nil {
+	if s.ctx().Err() != nil {
 		return abortedBeforeDispatch(), false // R79
 	}
-	if s.span != nil {
-		s.spanGate()
+	if s.hooks != nil {
+		s.hookPreDispatch()
 	}
 	dec, err := runPre(Execution{s}, h.pre) // R52
-	if s.span != nil {
-		s.spanPre(len(h.pre), dec, err)
+	if s.hooks != nil {
+		s.hookPre(len(h.pre), dec, err)
 	}
 	if err != nil {
 		return failureFrom(err), false // R54
@@ -66,8 +66,8 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 		return res, post // denied (R57), or asked and not approved (R55)
 	}
 	reason, denied, err := r.evalGuards(s) // R37–R40
-	if s.span != nil {
-		s.spanGuards(denied)
+	if s.hooks != nil {
+		s.hookGuards(denied)
 	}
 	if err != nil {
 		return failureFrom(err), false // R39
@@ -75,7 +75,7 @@ func (r *Registry) gate(s *execState, h hooks) (res *Result, post bool) {
 	if denied {
 		return s.deny(reason), true // R39
 	}
-	if s.cx().Err() != nil {
+	if s.ctx().Err() != nil {
 		return abortedBeforeDispatch(), true // R56
 	}
 	return nil, false
@@ -91,8 +91,8 @@ func (r *Registry) decide(s *execState, dec Decision) (res *Result, post bool) {
 		return s.deny(dec.Reason), true
 	case DecisionAsk:
 		res, post = r.approve(s, dec)
-		if s.span != nil {
-			s.spanApproval()
+		if s.hooks != nil {
+			s.hookApproval()
 		}
 		return res, post
 	default:
@@ -115,7 +115,7 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) 
 		return s.deny(fmt.Sprintf("tool %q requires approval, but the call has no agent to route it through", s.name)), true
 	}
 	req := ApprovalRequest{Agent: s.agent, Tool: s.name, CallID: s.callID, Reason: dec.Reason, HasReason: dec.HasReason}
-	out, err := callApprover(ap, s.cx(), req)
+	out, err := callApprover(ap, s.ctx(), req)
 	if err != nil {
 		return failureFrom(err), false
 	}
@@ -125,7 +125,7 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) 
 	case ApprovalRejected:
 		return s.deny(fmt.Sprintf("the user rejected tool %q", s.name)), true
 	case ApprovalCancelled:
-		if s.cx().Err() != nil {
+		if s.ctx().Err() != nil {
 			return abortedBeforeDispatch(), true
 		}
 		return s.deny(fmt.Sprintf("approval for tool %q was cancelled", s.name)), true
@@ -188,15 +188,15 @@ func layerGuards(n *core.Node, ex Execution) (reason string, deny bool, err erro
 // around hooks wrapping the base dispatch (R58–R64), then normalization and
 // the context merge (R65). final means post-execute is skipped (R65, R66);
 // a refused admission is a post result (N3, N4).
-func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final bool) {
+func (r *Registry) dispatch(s *execState, h hookLists, g admitter) (res *Result, final bool) {
 	if g != nil {
 		if res := g.acquire(s); res != nil {
 			return res, false
 		}
 		defer r.releaseAdmission(s)
 	}
-	if s.span != nil {
-		s.spanDispatching()
+	if s.hooks != nil {
+		s.hookDispatching()
 	}
 	r.emitStarted(s)
 	if s.startedSent {
@@ -204,7 +204,7 @@ func (r *Registry) dispatch(s *execState, h hooks, g gate) (res *Result, final b
 	}
 	if len(h.around) == 0 {
 		// No wrapper: the base result is this execution's own (R65).
-		return r.withDeferred(s, r.base(s, s.cx())), false
+		return r.withDeferred(s, r.base(s, s.ctx())), false
 	}
 	out, err := r.around(s, h.around)
 	if err != nil {
@@ -238,7 +238,7 @@ func (r *Registry) withDeferred(s *execState, out *Result) *Result {
 
 // recheck replaces a success when the caller ctx is cancelled (R80).
 func (r *Registry) recheck(s *execState, res *Result) *Result {
-	if res.isError || s.cx().Err() == nil {
+	if res.isError || s.ctx().Err() == nil {
 		return res
 	}
 	var out *Result
@@ -253,13 +253,13 @@ func (r *Registry) recheck(s *execState, res *Result) *Result {
 
 // postAndRecheck is post-execute (R67–R71) and the cancellation check after
 // it (R80).
-func (r *Registry) postAndRecheck(s *execState, h hooks, res *Result) *Result {
-	if s.span != nil {
-		s.spanPostStart()
+func (r *Registry) postAndRecheck(s *execState, h hookLists, res *Result) *Result {
+	if s.hooks != nil {
+		s.hookPostStart()
 	}
 	res = r.postExecute(s, h.post, res)
-	if s.span != nil {
-		s.spanPost(len(h.post))
+	if s.hooks != nil {
+		s.hookPost(len(h.post))
 	}
 	return r.recheck(s, res)
 }
@@ -286,7 +286,7 @@ func (r *Registry) postExecute(s *execState, list []core.Entry, res *Result) *Re
 // finish is R72–R75: materialize, finalize once with the finalizer captured
 // at entry (R73), materialize again, then tell the event stream, the
 // metrics and the result observers.
-func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
+func (r *Registry) finish(s *execState, res *Result, h hookLists) *Result {
 	res = materialized(res)
 	if s.finalizer != nil {
 		blocks, err := callFinalizer(s.finalizer, Execution{s}, res)
@@ -294,9 +294,9 @@ func (r *Registry) finish(s *execState, res *Result, h hooks) *Result {
 	}
 	res.stamp = nil
 	r.emitFinished(s, res)
-	if s.span != nil {
-		s.spanObserversStart(res, len(h.result))
-		defer s.endSpan(res, len(h.result)) // after the observers: the span covers the whole call
+	if s.hooks != nil {
+		s.hookFinished(res, len(h.result))
+		defer s.hookEnd(res, len(h.result)) // after the observers: CallEnd covers the whole call
 	}
 	r.observe(s, h.result, res)
 	return res
@@ -308,7 +308,7 @@ func (r *Registry) observe(s *execState, list []core.Entry, res *Result) {
 	ex := Execution{s}
 	for _, e := range list {
 		if err := callObserver(e.Payload.(ResultObserver), ex, res); err != nil {
-			r.contain(fmt.Errorf("result observer failed for call %q: %w", s.callID, printable(err)))
+			r.report(fmt.Errorf("result observer failed for call %q: %w", s.callID, printable(err)))
 		}
 	}
 }

@@ -127,7 +127,7 @@ func ResultFromProto(m *messages.Result) *Result {
 		}
 	}
 	for _, c := range m.GetAdditionalContexts() {
-		r.contexts = append(r.contexts, Message{Role: c.GetRole(), Text: c.GetText()})
+		r.contexts = append(r.contexts, ContextMessage{Role: c.GetRole(), Text: c.GetText()})
 	}
 	return r
 }

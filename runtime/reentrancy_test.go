@@ -196,7 +196,7 @@ func TestReentrancy_R86_ObserverAndChangeSubscriberReenterGlobal(t *testing.T) {
 		if !e.Parent().IsZero() {
 			return nil
 		}
-		// A call without agent re-entering the global scope's supervisor.
+		// A call without agent re-entering the global scope's admission line.
 		res := g.Execute(e.Context(), runtime.Call{ID: "n", Name: "t", Parent: e.Token()})
 		if !res.IsError() {
 			nested.Add(1)

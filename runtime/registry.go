@@ -19,7 +19,7 @@ type Registry struct {
 	global *Scope
 
 	mu     sync.RWMutex
-	scopes map[string]*scopeRec
+	scopes map[string]*scopeRecord
 
 	// ids numbers registrations; hookSeq orders hooks across scopes (R85),
 	// prependSeq counts down for prepended hooks.
@@ -41,13 +41,13 @@ type Registry struct {
 	code      *codeMode // run_code, when WithCodeMode (codemode.go)
 }
 
-// scopeRec is the registry's record of one key. It outlives a disposed
+// scopeRecord is the registry's record of one key. It outlives a disposed
 // scope while the key still has a parent link or children, so the recorded
 // chain keeps working for reads by key (R6) and a re-created key keeps its
 // node (the link is key-level, R3).
-type scopeRec struct {
+type scopeRecord struct {
 	node     *core.Node
-	parent   *scopeRec
+	parent   *scopeRecord
 	live     *Scope // nil once disposed
 	children int
 }
@@ -145,7 +145,7 @@ func New(opts ...Option) (*Registry, error) {
 	r := &Registry{
 		cfg:       cfg,
 		logger:    cfg.logger,
-		scopes:    map[string]*scopeRec{},
+		scopes:    map[string]*scopeRecord{},
 		closeDone: make(chan struct{}),
 		workers:   newWorkerPool(64),
 	}
@@ -194,14 +194,14 @@ func (r *Registry) NewScope(key string) (*Scope, error) { return r.newScope(key,
 func (r *Registry) Scope(key string) (*Scope, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	rec := r.scopes[key]
-	if rec == nil || rec.live == nil {
+	record := r.scopes[key]
+	if record == nil || record.live == nil {
 		return nil, false
 	}
-	return rec.live, true
+	return record.live, true
 }
 
-func (r *Registry) newScope(key string, parent *scopeRec) (*Scope, error) {
+func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -220,34 +220,34 @@ func (r *Registry) newScope(key string, parent *scopeRec) (*Scope, error) {
 	if parent != nil && parent.live == nil {
 		return nil, ErrScopeDisposed
 	}
-	rec := r.scopes[key]
+	record := r.scopes[key]
 	switch {
-	case rec == nil:
+	case record == nil:
 		var pnode *core.Node
 		if parent != nil {
 			pnode = parent.node
 			parent.children++
 		}
-		rec = &scopeRec{node: core.NewNode(key, pnode), parent: parent}
-		r.scopes[key] = rec
-	case rec.live != nil:
+		record = &scopeRecord{node: core.NewNode(key, pnode), parent: parent}
+		r.scopes[key] = record
+	case record.live != nil:
 		return nil, fmt.Errorf("%w: %q", ErrScopeExists, key)
-	case rec.parent != parent && rec.parent != nil:
+	case record.parent != parent && record.parent != nil:
 		return nil, fmt.Errorf("%w: scope %q is already linked to another parent", ErrScopeLink, key)
-	case rec.parent != parent:
+	case record.parent != parent:
 		// R3: a disposed top-level key has no parent yet, so it may be bound
 		// under one now, exactly as if its record had been forgotten
 		// (forgetLocked) — unless the link would form a cycle (the new
 		// parent is the key itself or one of its recorded descendants).
-		if !rec.node.SetParent(parent.node) {
+		if !record.node.SetParent(parent.node) {
 			return nil, fmt.Errorf("%w: linking scope %q under %q would form a cycle", ErrScopeLink, key, parent.node.Key)
 		}
-		rec.parent = parent
+		record.parent = parent
 		parent.children++
 	}
-	s := r.spawnScope(rec.node)
-	s.rec = rec
-	rec.live = s
+	s := r.spawnScope(record.node)
+	s.record = record
+	record.live = s
 	return s, nil
 }
 
@@ -256,9 +256,9 @@ func (r *Registry) newScope(key string, parent *scopeRec) (*Scope, error) {
 // behaves exactly as it would with the record (R6). Records with a parent
 // link are kept so reads by key still see the recorded chain; their memory
 // grows with the number of distinct keys, not with churn. Caller holds r.mu.
-func (r *Registry) forgetLocked(rec *scopeRec) {
-	if rec.live == nil && rec.children == 0 && rec.parent == nil && r.scopes[rec.node.Key] == rec {
-		delete(r.scopes, rec.node.Key)
+func (r *Registry) forgetLocked(record *scopeRecord) {
+	if record.live == nil && record.children == 0 && record.parent == nil && r.scopes[record.node.Key] == record {
+		delete(r.scopes, record.node.Key)
 	}
 }
 
@@ -269,12 +269,12 @@ func (r *Registry) nodeOf(key string) *core.Node {
 		return nil
 	}
 	r.mu.RLock()
-	rec := r.scopes[key]
+	record := r.scopes[key]
 	r.mu.RUnlock()
-	if rec == nil {
+	if record == nil {
 		return nil
 	}
-	return rec.node
+	return record.node
 }
 
 // View returns the read view of key (R29, R5, R6): what a call made for that
@@ -319,11 +319,11 @@ func (v View) Execute(ctx context.Context, call Call) *Result {
 
 func (r *Registry) nextID() uint64 { return r.ids.Add(1) }
 
-// contain reports a failure the registry absorbs (R75, R90): one warning
+// report hands on a failure the registry absorbs (R75, R90): one warning
 // and the optional error handler. An error whose Error method panics is
 // reported as "<unprintable value>" (SPEC §0.3); callers wrapping
 // one must wrap printable(err), since fmt formats the message eagerly.
-func (r *Registry) contain(err error) {
+func (r *Registry) report(err error) {
 	err = printable(err)
 	r.logger.Warn("toolscope: contained failure", "err", err)
 	if h := r.cfg.errorHandler; h != nil {

@@ -15,12 +15,12 @@ import (
 // a handle live in its layer and die with it; each returns its exact
 // disposer (R15). Reads through a handle use the handle's own view.
 type Scope struct {
-	reg   *Registry
-	node  *core.Node
-	rec   *scopeRec // nil for the global scope
-	shell *shell    // shared by a scope and its owner groups
-	own   *owner
-	group bool
+	reg    *Registry
+	node   *core.Node
+	record *scopeRecord // nil for the global scope
+	state  *scopeState  // shared by a scope and its owner groups
+	own    *owner
+	group  bool
 	// groupReg is the group's entry in its parent's owner list.
 	groupReg *registration
 
@@ -72,29 +72,29 @@ func (t *teardownState) end(r *Registry) {
 	close(t.done)
 	for range t.announce.Swap(0) {
 		if err := r.notify(); err != nil {
-			r.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
+			r.report(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
 		}
 	}
 }
 
-// shell is what a scope and its owner groups share: the mutex that makes
+// scopeState is what a scope and its owner groups share: the mutex that makes
 // the scope the single writer of its layer, and its admission (the gate,
-// the supervisor that keeps its FIFO line, the nested admission state).
-type shell struct {
+// the admission line that keeps its FIFO line, the nested admission state).
+type scopeState struct {
 	// mu serialises the mutations of the scope's layer (apply: each is a
 	// pure function of the published layer to the next, registry code,
 	// never user code) and guards stopped, so a mutation either completes
 	// before the scope is stopped or finds it stopped.
 	mu      sync.Mutex
 	stopped bool
-	sup     atomic.Pointer[supervisor]
+	line    atomic.Pointer[admissionLine]
 	gone    atomic.Bool // the scope was torn down (stale handles look up the live one)
 	gate    admit.Gate
-	nest    *shellNest // nested admission (nesting.go), guarded by Registry.nest.mu
+	nest    *scopeNest // nested admission (nesting.go), guarded by Registry.nest.mu
 }
 
 func (r *Registry) spawnScope(node *core.Node) *Scope {
-	sc := &Scope{reg: r, node: node, shell: &shell{}}
+	sc := &Scope{reg: r, node: node, state: &scopeState{}}
 	sc.own = &sc.ownStore
 	return sc
 }
@@ -102,7 +102,7 @@ func (r *Registry) spawnScope(node *core.Node) *Scope {
 // apply runs fn on the node's layer and publishes the result, one mutation
 // of the scope at a time.
 func (s *Scope) apply(fn func(*core.Layer) (*core.Layer, error)) error {
-	sh := s.shell
+	sh := s.state
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.stopped {
@@ -131,9 +131,9 @@ func applyTo(node *core.Node, fn func(cur *core.Layer) (*core.Layer, error)) (er
 }
 
 // stop waits for the mutation in progress, if any, refuses later ones and
-// retires the scope's supervisor.
+// retires the scope's admission line.
 func (s *Scope) stop() {
-	sh := s.shell
+	sh := s.state
 	sh.mu.Lock()
 	if sh.stopped {
 		sh.mu.Unlock()
@@ -142,8 +142,8 @@ func (s *Scope) stop() {
 	sh.stopped = true
 	sh.gone.Store(true)
 	sh.mu.Unlock()
-	if sup := sh.sup.Load(); sup != nil {
-		sup.retire() // the calls in line keep their order (supervisor.go)
+	if line := sh.line.Load(); line != nil {
+		line.retire() // the calls in line keep their order (admission_line.go)
 	}
 }
 
@@ -298,7 +298,7 @@ func (g *registration) finish(m *teardownState, counted bool) {
 		return
 	}
 	if err := g.reg.notify(); err != nil {
-		g.reg.contain(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
+		g.reg.report(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
 	}
 }
 
@@ -311,7 +311,7 @@ func (s *Scope) Registry() *Registry { return s.reg }
 // NewScope creates an agent scope whose parent is s (R2, R3). Through the
 // global handle it creates a top-level scope.
 func (s *Scope) NewScope(key string) (*Scope, error) {
-	return s.reg.newScope(key, s.rec)
+	return s.reg.newScope(key, s.record)
 }
 
 // Group derives an owner group (R8): registrations made through it go to
@@ -322,7 +322,7 @@ func (s *Scope) Group() (*Scope, error) {
 		return nil, err
 	}
 	defer s.own.end()
-	g := &Scope{reg: s.reg, node: s.node, rec: s.rec, shell: s.shell, own: &owner{}, group: true}
+	g := &Scope{reg: s.reg, node: s.node, record: s.record, state: s.state, own: &owner{}, group: true}
 	g.groupReg = &registration{
 		remove: func(m *teardownState) bool { g.own.teardown(m); return false },
 		group:  true,
@@ -348,7 +348,7 @@ func (s *Scope) Group() (*Scope, error) {
 // a turn's dispatch on a worker — and that call never waits for a teardown
 // that waits for it (R86).
 func (s *Scope) Dispose() {
-	if s.rec == nil && !s.group {
+	if s.record == nil && !s.group {
 		return
 	}
 	s.dispose()
@@ -372,10 +372,10 @@ func (s *Scope) dispose() {
 	s.own.teardown(&s.td)
 	r := s.reg
 	r.mu.Lock()
-	if s.rec.live == s {
-		s.rec.live = nil
+	if s.record.live == s {
+		s.record.live = nil
 	}
-	r.forgetLocked(s.rec)
+	r.forgetLocked(s.record)
 	r.mu.Unlock()
 	s.stop()
 }
@@ -391,7 +391,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 		return nil, err
 	}
 	id := s.reg.nextID()
-	global := s.rec == nil
+	global := s.record == nil
 	return s.register(s, true, func(l *core.Layer) (*core.Layer, error) {
 		next, _, ok := l.AddTool(core.Entry{ID: id, Name: td.name, Payload: td})
 		if !ok {
@@ -408,7 +408,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 // scopes (R20); validation follows R21. Names are copied and evaluated
 // against the live inherited set on every read (R25).
 func (s *Scope) Restrict(r Restriction) (func(), error) {
-	if s.rec == nil {
+	if s.record == nil {
 		return nil, fmt.Errorf("%w: the global scope cannot restrict (Restrict is for agent scopes)", ErrInvalidRestriction)
 	}
 	if r.Allow == nil && r.Deny == nil {
@@ -636,7 +636,7 @@ func (r *Registry) toolNames(node *core.Node) []string {
 // viewNode is the node whose view the handle reads: nil for the global
 // scope (the global view).
 func (s *Scope) viewNode() *core.Node {
-	if s.rec == nil {
+	if s.record == nil {
 		return nil
 	}
 	return s.node

@@ -28,7 +28,7 @@ func (r *Registry) createSuccess(s *execState, td *toolDef, value any) *Result {
 		rb.res.value, rb.res.content = b, rb.block[:]
 		return r.withMeta(s, td, &rb.res, b)
 	}
-	content, err := callRender(td.def.Output.Render, s.cx(), s.args, b)
+	content, err := callRender(td.def.Output.Render, s.ctx(), s.args, b)
 	if err != nil {
 		return invalidOutput(td.name, "Output.Render failed: "+messageOf(err))
 	}
@@ -63,7 +63,7 @@ func (r *Registry) rebuildSuccess(s *execState, value any) *Result {
 // success.
 func (r *Registry) withMeta(s *execState, td *toolDef, res *Result, b []byte) *Result {
 	if s.parent.IsZero() && td.def.Output.PresentationMeta != nil {
-		m, err := callMeta(td.def.Output.PresentationMeta, s.cx(), s.args, b)
+		m, err := callMeta(td.def.Output.PresentationMeta, s.ctx(), s.args, b)
 		if err != nil {
 			return invalidOutput(td.name, "Output.PresentationMeta failed: "+messageOf(err))
 		}

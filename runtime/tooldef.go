@@ -402,7 +402,7 @@ func (td *toolDef) classifyExec(s *execState) Mode {
 	} else {
 		arg = cloneBytes(s.args)
 	}
-	return classifyCopy(f, s.cx(), arg)
+	return classifyCopy(f, s.ctx(), arg)
 }
 
 func callClassifier(f func(context.Context, json.RawMessage) (bool, error), ctx context.Context, args []byte) (mode Mode) {

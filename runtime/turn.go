@@ -59,7 +59,7 @@ type TurnResult struct {
 	Events []TurnEvent
 	// Contexts are the collected context messages, in model order, to
 	// inject after every result (R96).
-	Contexts []Message
+	Contexts []ContextMessage
 	// Concluded reports that a committed result concluded the turn (R99).
 	Concluded bool
 }
@@ -86,7 +86,7 @@ func WithTurnID(id string) TurnOption {
 // ExecuteTurn runs the calls of one assistant message (SPEC §9): parallel
 // calls overlap in a rolling pool of at most MaxParallel dispatches, an
 // exclusive call is a barrier, and post-execute, results and contexts
-// follow model order. The turn is one message to the scope's supervisor
+// follow model order. The turn is one message to the scope's admission line
 // and shares the scope's admission with single executions. The error is
 // for configuration and internal scheduler failures only (R98); tool
 // outcomes are results.
@@ -119,8 +119,8 @@ func (s *Scope) ExecuteTurn(ctx context.Context, calls []TurnCall, opts ...TurnO
 	return s.reg.turnVia(ctx, s.viewNode(), s.node.Key, calls, o)
 }
 
-// turnVia hands the turn to the scope's supervisor when admissions are
-// queued. The supervisor takes it in arrival order and gives the go-ahead;
+// turnVia hands the turn to the scope's admission line when admissions are
+// queued. The admission line takes it in arrival order and gives the go-ahead;
 // the turn then runs on the caller's goroutine and the
 // dispatch workers (see turnRun), so no goroutine sits idle waiting for the
 // answer.
@@ -134,15 +134,15 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 	defer r.exit(&tr.cctx)
 	// The go-ahead orders the turn after the admissions asked for before
 	// it. With none queued or on its way (the gate says so) there is
-	// nothing to order against, so the supervisor's mutex is not taken;
+	// nothing to order against, so the admission line's mutex is not taken;
 	// the turn's
 	// dispatches still take the gate like any call.
 	if sh := r.admission(node); sh == nil || !sh.gate.Load().Queued() {
 		return tr.run(&tr.cctx)
 	}
-	if sup := r.supervisorOf(node); sup != nil {
+	if line := r.lineOf(node); line != nil {
 		tr.ready.Add(1)
-		if sup.postTurn(&tr.ready) {
+		if line.postTurn(&tr.ready) {
 			// Bounded without the ctx: postTurn has given the go-ahead by the
 			// time it returns (no user code runs there); waiting on
 			// ctx.Done here would fuse every turn's ctx (allocations).
@@ -156,12 +156,12 @@ func (r *Registry) turnVia(ctx context.Context, node *core.Node, agent string, c
 type turnCall struct {
 	s        *execState // &es
 	es       execState
-	h        hooks
+	h        hookLists
 	res      *Result // candidate result once prepared or dispatched
 	post     bool    // res still passes through post-execute
 	dispatch bool
-	admitOn  *shell // the gate the dispatch is admitted on (nil: none)
-	admitted bool   // admitted at prepare already (nothing to wait for)
+	admitOn  *scopeState // the gate the dispatch is admitted on (nil: none)
+	admitted bool        // admitted at prepare already (nothing to wait for)
 
 	// For the dispatch task (run on a pool worker, no closure per call).
 	tr   *turnRun
@@ -193,8 +193,8 @@ func (tc *turnCall) dispatchAndReport() {
 	}
 	if res == nil {
 		res, final = r.dispatch(tc.s, tc.h, nil)
-		if tc.s.span != nil {
-			tc.s.spanDispatched(len(tc.h.around))
+		if tc.s.hooks != nil {
+			tc.s.hookDispatched(len(tc.h.around))
 		}
 		r.releaseAdmission(tc.s)
 		if !final {
@@ -230,7 +230,7 @@ type turnRun struct {
 	t      *sched.Turn
 	out    *TurnResult
 	states []turnCall
-	g      turnGate
+	g      turnAdmitter
 
 	group      int32
 	groupHead  int
@@ -248,8 +248,8 @@ type turnRun struct {
 
 	// Allocated with the turn (one block, see newTurnRun).
 	result TurnResult
-	cctx   callCtx        // the turn's ctx under the registry's lifecycle (ExecuteTurn)
-	ready  sync.WaitGroup // the supervisor's go-ahead (turnVia)
+	cctx   shutdownAwareCtx // the turn's ctx under the registry's lifecycle (ExecuteTurn)
+	ready  sync.WaitGroup   // the admission line's go-ahead (turnVia)
 }
 
 // newTurnRun allocates a turn's state in a fixed number of blocks, whatever
@@ -260,7 +260,7 @@ func (r *Registry) newTurnRun(node *core.Node, agent string, calls []TurnCall, o
 	tr := &turnRun{
 		reg: r, node: node, agent: agent, calls: calls, o: o,
 		states:    make([]turnCall, len(calls)),
-		g:         turnGate{reg: r, node: node},
+		g:         turnAdmitter{reg: r, node: node},
 		groupHead: -1,
 	}
 	tr.out = &tr.result
@@ -283,9 +283,9 @@ func (tr *turnRun) run(ctx context.Context) (*TurnResult, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	tr.t = t
-	ctx, span := r.startTurnSpan(ctx, tr)
-	if span != nil {
-		defer span.End()
+	ctx, ender := r.hookTurnStart(ctx, tr)
+	if ender != nil {
+		defer ender.End()
 	}
 	tr.ctx = ctx
 	tr.finished.Add(1)
@@ -406,7 +406,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 			tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, id}, TurnEvent{ResultRecorded, id})
 			tr.out.Results[i] = abortedBeforeDispatch()
 			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group, tr.o.parent)
-			r.syntheticSpan(tr, i)
+			r.hookAborted(tr, i)
 		case sched.Wait:
 			if tr.done.Load() != nil {
 				continue
@@ -496,21 +496,21 @@ func (tr *turnRun) prepare(i int) bool {
 		tc.s.chainTool, _ = r.lookup(&c, tc.s.name)
 	}
 	if res := r.collapse(tc.s); res != nil { // R107: before any hook
-		tc.res, tc.h = res, hooks{}
+		tc.res, tc.h = res, hookLists{}
 		if err := tr.t.Prepared(i, false); err != nil {
 			_ = tr.t.Fail(err)
 		}
 		return false
 	}
-	tc.h = r.hooksFor(tc.s)
-	res, post := r.gate(tc.s, tc.h)
+	tc.h = r.hookListsFor(tc.s)
+	res, post := r.preDispatch(tc.s, tc.h)
 	if res == nil {
 		// Admission is the dispatch's first step (dispatchAndReport), but
 		// a dispatch the gate admits at once is admitted here, so the
 		// turn's calls take their slots in model order when nothing waits
 		// (a later prepare's hooks see the earlier call admitted). One
 		// that would wait does so on its own goroutine.
-		tc.admitOn = tr.g.shell()
+		tc.admitOn = tr.g.state()
 		if r.admitsNow(tc.s, tc.admitOn) {
 			res = tr.g.admit(tc.s, tc.admitOn)
 			tc.admitted = res == nil
@@ -603,7 +603,7 @@ func schedMode(m Mode) sched.Mode {
 	return sched.Exclusive
 }
 
-// turnGate finds the scope's gate a turn's dispatches are admitted on, one
+// turnAdmitter finds the scope's gate a turn's dispatches are admitted on, one
 // admission per dispatch, waited for and released by the dispatch itself
 // (like a single Execute). The turn's driver never holds an admission, nor
 // waits for one: a hook or observer in prepare or commit may run a nested
@@ -612,14 +612,14 @@ func schedMode(m Mode) sched.Mode {
 // (R94, R95). (A dispatch held for the driver to run itself is started on a
 // worker before any further user code runs.) Used only by whoever drives
 // the turn.
-type turnGate struct {
+type turnAdmitter struct {
 	reg    *Registry
 	node   *core.Node
-	sh     *shell
+	sh     *scopeState
 	loaded bool
 }
 
-func (g *turnGate) shell() *shell {
+func (g *turnAdmitter) state() *scopeState {
 	if !g.loaded {
 		g.sh = g.reg.admission(g.node)
 		g.loaded = true
@@ -630,13 +630,13 @@ func (g *turnGate) shell() *shell {
 // admit admits s's dispatch on sh; a non-nil result is a refusal (ctx
 // ended while waiting, WOULD_DEADLOCK), which goes on through post-execute
 // as a single Execute's does.
-func (g *turnGate) admit(s *execState, sh *shell) *Result {
+func (g *turnAdmitter) admit(s *execState, sh *scopeState) *Result {
 	if res := g.reg.refusedFromCallback(s, sh); res != nil {
 		return res
 	}
 	res := g.reg.acquire(s, sh, s.mode == Parallel)
-	if res == nil && s.span != nil {
-		s.spanAdmitted()
+	if res == nil && s.hooks != nil {
+		s.hookAdmitted()
 	}
 	return res
 }
@@ -645,7 +645,7 @@ func (g *turnGate) admit(s *execState, sh *shell) *Result {
 // (a snapshot: a call racing for the slot may still make it wait). A
 // nested dispatch is decided by nested admission, which may wait: never at
 // once.
-func (r *Registry) admitsNow(s *execState, sh *shell) bool {
+func (r *Registry) admitsNow(s *execState, sh *scopeState) bool {
 	if sh == nil {
 		return true
 	}

@@ -807,7 +807,7 @@ func TestTurnR95_ObserverCommitPrecedesLiveReclassification(t *testing.T) {
 
 func TestTurnR96_ContextsCollectedInModelOrder(t *testing.T) {
 	e := newEnv(t)
-	ctxMsg := func(s string) runtime.Message { return runtime.Message{Role: "system", Text: s} }
+	ctxMsg := func(s string) runtime.ContextMessage { return runtime.ContextMessage{Role: "system", Text: s} }
 	e.par("p", func(id string, rc *runtime.RunContext) error {
 		switch id {
 		case "a":
@@ -891,7 +891,7 @@ func assertAbortedBeforeDispatch(t *testing.T, r *runtime.Result, id string) {
 func TestTurnR97_AbortDuringGroup(t *testing.T) {
 	e := newEnv(t)
 	e.par("p", func(id string, rc *runtime.RunContext) error {
-		rc.DeferContext(runtime.Message{Role: "system", Text: id + "-ctx"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: id + "-ctx"})
 		if id == "p1" {
 			return errors.New("p1 failed")
 		}

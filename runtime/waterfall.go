@@ -17,7 +17,7 @@ import (
 // hookCaller calls one hook of a waterfall whose decisions are D.
 type hookCaller[D any] interface {
 	// call calls the hook (an entry's payload) with next, containing a
-	// panic (calls.go).
+	// panic (safecall.go).
 	call(hook any, next func() (D, error)) (D, error)
 	// innermost is the decision of the innermost next.
 	innermost() D

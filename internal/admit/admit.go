@@ -1,15 +1,15 @@
-// Package admit is the admission policy of a scope's supervisor (issue 3):
+// Package admit is the admission policy of a scope's admission line (issue 3):
 // parallel-classified calls overlap, an exclusive call waits until the
 // scope's in-flight calls finish, runs alone and holds later calls back.
 // Admission is first come, first served, so exclusive calls never starve.
 //
 // The state is one atomic word shared by two paths. While nobody waits, a
 // call is admitted and released with one compare-and-swap each (TryAcquire,
-// TryRelease) — no actor hop on the hot path. As soon as a call has to
-// wait, the supervisor actor owns the order: it queues the waiter in a
+// TryRelease) — no lock and no hop on the hot path. As soon as a call has to
+// wait, the admission line owns the order: it queues the waiter in a
 // Queue and sets the queued bit, which sends every later acquire and every
-// release through the actor too, until the queue is empty again. No
-// goroutines, no clocks here: the actor drives the Queue.
+// release through the admission line too, until the queue is empty again. No
+// goroutines, no clocks here: the admission line drives the Queue.
 //
 // Nested calls (a call made inside the dispatch of another, issue 11) are
 // decided by Nest, a single-goroutine policy over call and scope ids that
@@ -23,7 +23,7 @@
 // nested call waits (SetNestWait, ClearNestWait). Either mark turns the
 // fast paths off and keeps calls that are not nested waiting; a waiter
 // whose caller gives up leaves with Gate.Leave (it stops counting at once),
-// and Kick admits whoever fits after a change made outside. A release says
+// and AdmitWaiting admits whoever fits after a change made outside. A release says
 // whether the call was exclusive: the exclusive mark goes with that call.
 package admit
 
@@ -42,7 +42,7 @@ const (
 	// so the waiter is looked at again.
 	nestWait = 1 << 35
 	// pendingOne counts a caller that failed the fast path and is on its
-	// way to the supervisor. While any is pending, nobody takes the fast
+	// way to the admission line. While any is pending, nobody takes the fast
 	// path, so a later call cannot overtake one that already had to wait.
 	pendingOne  = 1 << 36
 	pendingMask = ^uint64(pendingOne - 1)
@@ -87,7 +87,7 @@ func (g *Gate) Leave(w *Waiter) bool {
 // TryAcquire admits a call at once when nobody waits and the call fits
 // (parallel: no exclusive call runs; exclusive: nothing runs). Otherwise it
 // records the caller as pending, in the same atomic step, and returns
-// false: the caller must then send its Waiter to the supervisor, whose
+// false: the caller must then send its Waiter to the admission line, whose
 // Queue.Admit clears the mark.
 func (g *Gate) TryAcquire(parallel bool) bool {
 	for {
@@ -205,7 +205,7 @@ func (w Word) Count() int { return int(uint64(w) & countMask) }
 // Exclusive reports that an exclusive call holds a slot.
 func (w Word) Exclusive() bool { return uint64(w)&exclusive != 0 }
 
-// Queued reports that calls wait in the supervisor's queue or are on their
+// Queued reports that calls wait in the admission line's queue or are on their
 // way to it.
 func (w Word) Queued() bool { return uint64(w)&(queuedFlag|pendingMask) != 0 }
 
@@ -241,7 +241,7 @@ func released(s uint64, excl bool) uint64 {
 }
 
 // Waiter is one call waiting for admission. Ready is closed by the
-// supervisor when the call is admitted. A waiter whose caller gives up
+// admission line when the call is admitted. A waiter whose caller gives up
 // (its ctx ended) leaves with Cancel.
 type Waiter struct {
 	Parallel bool
@@ -259,13 +259,13 @@ const (
 func (w *Waiter) Waiting() bool { return w.state.Load() == waiterWaiting }
 
 // Cancel takes w out of the queue: true means it will never be admitted
-// (the supervisor drops it when it reaches it; the caller should Kick the
+// (the admission line drops it when it reaches it; the caller should AdmitWaiting the
 // queue so the waiters behind it are looked at); false means it was
 // admitted first and owes a release as usual.
 func (w *Waiter) Cancel() bool { return w.state.CompareAndSwap(waiterWaiting, waiterCancelled) }
 
-// Queue is the supervisor's side: the waiters in arrival order. Only the
-// supervisor actor uses it, so it needs no lock.
+// Queue is the admission line's side: the waiters in arrival order. Only the
+// admission line uses it, so it needs no lock.
 type Queue struct {
 	G       *Gate
 	waiters []*Waiter
@@ -285,9 +285,9 @@ func (q *Queue) Admit(w *Waiter) []*Waiter {
 	return q.drain()
 }
 
-// Kick admits the waiters that fit now (after a release made outside the
+// AdmitWaiting admits the waiters that fit now (after a release made outside the
 // queue, a waiter leaving it, or the nested bits clearing).
-func (q *Queue) Kick() []*Waiter { return q.drain() }
+func (q *Queue) AdmitWaiting() []*Waiter { return q.drain() }
 
 // pop drops the head; it no longer counts as waiting (a waiter that left
 // stopped counting when it left, Gate.Leave).
@@ -296,7 +296,7 @@ func (q *Queue) pop() {
 	q.head++
 }
 
-// Drain admits every waiter unconditionally (the supervisor is stopping;
+// Drain admits every waiter unconditionally (the admission line is stopping;
 // nobody may be left waiting).
 func (q *Queue) Drain() []*Waiter {
 	var out []*Waiter

@@ -71,10 +71,10 @@ func TestGate_DrainAdmitsEveryone(t *testing.T) {
 }
 
 // release is the runtime's slow release: the slot goes back on the gate,
-// then the queue admits whoever fits (a kick).
+// then the queue admits whoever fits (AdmitWaiting).
 func release(q *Queue, excl bool) []*Waiter {
 	q.G.Release(excl)
-	return q.Kick()
+	return q.AdmitWaiting()
 }
 
 // running reports the admitted calls and whether one is exclusive.

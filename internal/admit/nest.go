@@ -136,11 +136,11 @@ func (c Cancelled) String() string {
 
 // Effects is what the caller must do after a method returned: wake the
 // waiters admitted (their calls hold their admission already) and have the
-// queues of the scopes in Kick admit whoever fits now. The slices are the
+// queues of the scopes in AdmitWaiting admit whoever fits now. The slices are the
 // Nest's own and valid until its next method call.
 type Effects[C, S comparable] struct {
-	Wake []C
-	Kick []S
+	Wake         []C
+	AdmitWaiting []S
 }
 
 // Nest is the nested admission policy of one registry: the nested calls
@@ -212,13 +212,13 @@ func (n *Nest[C, S, W]) reset() {
 		clear(n.fx.Wake)
 		n.fx.Wake = n.fx.Wake[:0]
 	}
-	if len(n.fx.Kick) != 0 {
-		clear(n.fx.Kick)
-		n.fx.Kick = n.fx.Kick[:0]
+	if len(n.fx.AdmitWaiting) != 0 {
+		clear(n.fx.AdmitWaiting)
+		n.fx.AdmitWaiting = n.fx.AdmitWaiting[:0]
 	}
 }
 
-func (n *Nest[C, S, W]) kick(s S) { n.fx.Kick = append(n.fx.Kick, s) }
+func (n *Nest[C, S, W]) admitWaiting(s S) { n.fx.AdmitWaiting = append(n.fx.AdmitWaiting, s) }
 
 // Enter decides nested call c of scope s (Nested(c) is true).
 func (n *Nest[C, S, W]) Enter(c C, s S, parallel bool) (Decision, Effects[C, S]) {
@@ -324,7 +324,7 @@ func (n *Nest[C, S, W]) Cancel(c C) (Cancelled, Effects[C, S]) {
 			return QueueAdmitted, n.fx
 		}
 		n.drop(w)
-		n.kick(w.s) // the waiters behind it may fit now
+		n.admitWaiting(w.s) // the waiters behind it may fit now
 		return Left, n.fx
 	}
 	n.drop(w)
@@ -350,7 +350,7 @@ func (n *Nest[C, S, W]) ReleaseInside(c C, s S, excl bool) Effects[C, S] {
 	if excl {
 		in.excl--
 		if in.excl == 0 && g.ClearHold().Queued() {
-			n.kick(s)
+			n.admitWaiting(s)
 		}
 	}
 	n.recheck()
@@ -393,7 +393,7 @@ func (n *Nest[C, S, W]) unwait(s S) {
 	g, in := n.World.Scope(s)
 	in.waiters--
 	if in.waiters == 0 && g.ClearNestWait().Queued() {
-		n.kick(s)
+		n.admitWaiting(s)
 	}
 }
 
@@ -407,7 +407,7 @@ func (n *Nest[C, S, W]) promote(u *nestWaiter[C, S]) {
 		return // the queue admitted it meanwhile: it waits for nothing
 	}
 	u.inLine = false
-	n.kick(u.s) // the waiters behind it may fit now
+	n.admitWaiting(u.s) // the waiters behind it may fit now
 	g.NestWaitBegin()
 	in.waiters++
 	if in.waiters == 1 {

@@ -85,7 +85,7 @@ func TestGate_NestedMarks(t *testing.T) {
 	if g.TryAcquireNested(true) {
 		t.Fatal("admitted beside a held nested exclusive call")
 	}
-	if got := q.Kick(); len(got) != 0 {
+	if got := q.AdmitWaiting(); len(got) != 0 {
 		t.Fatal("the queue admitted a call beside a held nested exclusive call")
 	}
 	g.ClearHold()
@@ -96,7 +96,7 @@ func TestGate_NestedMarks(t *testing.T) {
 	if !g.ClearNestWait().NestWaiting() {
 		t.Fatal("ClearNestWait returns the word as it was")
 	}
-	if got := q.Kick(); len(got) != 1 || got[0] != w {
-		t.Fatalf("kick admitted %v, want the queued exclusive call", got)
+	if got := q.AdmitWaiting(); len(got) != 1 || got[0] != w {
+		t.Fatalf("AdmitWaiting admitted %v, want the queued exclusive call", got)
 	}
 }

@@ -64,7 +64,7 @@ func TestGate_LeaveStopsCountingAtOnce(t *testing.T) {
 	if g.Waiting() != 1 {
 		t.Fatalf("Waiting = %d after one left behind the head, want 1", g.Waiting())
 	}
-	if got := q.Kick(); len(got) != 0 {
+	if got := q.AdmitWaiting(); len(got) != 0 {
 		t.Fatal("admitted beside the exclusive call")
 	}
 	if got := release(&q, true); len(got) != 1 || got[0] != head {

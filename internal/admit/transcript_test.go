@@ -11,7 +11,7 @@ import (
 )
 
 // TestTranscripts runs the admission transcripts in testdata/*.txt: a
-// scope's gate, its supervisor's queue and the registry's nested policy
+// scope's gate, its admission line's queue and the registry's nested policy
 // (Nest), driven one step at a time on one goroutine the way the runtime
 // drives them, every step's outcome written down. Regenerate the expected
 // output with `go test ./internal/admit -run TestTranscripts -rewrite`
@@ -23,15 +23,15 @@ import (
 //	                                            is the call it runs within (its host)
 //	end id=A                                    A's dispatch ends: it releases what it holds
 //	cancel id=A                                 A's ctx ends while it waits
-//	dispose scope=s                             s is torn down: its supervisor retires
+//	dispose scope=s                             s is torn down: its admission line retires
 //	                                            (keeps its line, stops once it is empty)
-//	drain scope=s                               s's supervisor stops for good: everyone
+//	drain scope=s                               s's admission line stops for good: everyone
 //	                                            still in line is admitted
 //	state                                       every scope and every call
 //
 // A call that is not nested (no ancestor holds an admission) takes the
 // gate's fast path or waits in the scope's queue, as Registry.acquire does;
-// a nested one goes to Nest.Enter. Kicks are applied at once: the queue
+// a nested one goes to Nest.Enter. AdmitWaiting effects are applied at once: the queue
 // admits whoever fits.
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -226,7 +226,7 @@ func (h *harness) acquire(x *tCall) {
 	h.apply(fx)
 }
 
-// post hands x's entry to the scope's queue (the supervisor's Admit).
+// post hands x's entry to the scope's queue (the admission line's Admit).
 func (h *harness) post(sc *tScope, x *tCall) {
 	sc.entries[x.entry] = x.id
 	for _, w := range sc.queue.Admit(x.entry) {
@@ -246,21 +246,21 @@ func (h *harness) admittedByQueue(sc *tScope, w *Waiter) {
 	h.printf("%s: queue admits %s", sc.name, id)
 }
 
-// apply is Registry.apply: wake, then kick (here the kicked queue admits
+// apply is Registry.apply: wake, then admit the waiting (here the queue admits
 // at once).
 func (h *harness) apply(fx Effects[string, string]) {
 	wake := slices.Clone(fx.Wake)
-	kick := slices.Clone(fx.Kick)
+	waiting := slices.Clone(fx.AdmitWaiting)
 	for _, c := range wake {
 		h.printf("wake %s", c)
 	}
-	for _, s := range kick {
-		h.kick(h.scope(s))
+	for _, s := range waiting {
+		h.admitWaiting(h.scope(s))
 	}
 }
 
-func (h *harness) kick(sc *tScope) {
-	for _, w := range sc.queue.Kick() {
+func (h *harness) admitWaiting(sc *tScope) {
+	for _, w := range sc.queue.AdmitWaiting() {
 		h.admittedByQueue(sc, w)
 	}
 	h.maybeStop(sc)
@@ -296,7 +296,7 @@ func (h *harness) end(x *tCall) {
 		h.apply(h.nest.Recheck())
 	}
 	if was.Queued() {
-		h.kick(sc)
+		h.admitWaiting(sc)
 	}
 }
 
@@ -309,7 +309,7 @@ func (h *harness) cancel(x *tCall) {
 			delete(sc.entries, x.entry)
 			x.state = "left"
 			h.printf("%s: left (ABORTED_BEFORE_DISPATCH)", x.id)
-			h.kick(sc)
+			h.admitWaiting(sc)
 		}
 		return
 	case "waiting", "in line":

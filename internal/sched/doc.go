@@ -4,7 +4,7 @@
 //
 // It follows the etcd-raft core/shell split (STYLE.md §3). A [Turn] is a
 // deterministic state machine with no goroutines, no clock, no I/O and no
-// protoactor import. The shell (the scheduler actor) performs the work the
+// protoactor import. The shell (the runtime's turn driver) performs the work the
 // machine asks for, on goroutines where the work runs user code, and feeds
 // each outcome back as an input. Nothing here knows what a tool, a registry
 // or a context is; calls are indices 0..n-1 in model order.
@@ -52,7 +52,7 @@
 //		}
 //	}
 //
-// An actor shell does the same from Receive: feed the arriving outcome, then
+// A shell driven by messages does the same: feed each outcome as it arrives, then
 // call Next until Wait or Done. Every Classify, Prepare and Commit must be
 // answered by exactly one matching input, and every launched dispatch by one
 // DispatchDone; inputs that do not fit the current state are rejected with

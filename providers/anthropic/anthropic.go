@@ -174,7 +174,7 @@ func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) (sdk.Message
 // contextText renders a context message: its text, prefixed with its role
 // in brackets when that role is not "user" (a user message has no room for
 // another role).
-func contextText(m runtime.Message) string {
+func contextText(m runtime.ContextMessage) string {
 	if m.Text == "" {
 		return ""
 	}

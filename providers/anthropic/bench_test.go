@@ -40,7 +40,7 @@ func newBenchTurn(b *testing.B) *benchTurn {
 		bt.res.Results = append(bt.res.Results, runtime.Success("ok").WithContent(
 			runtime.Text(strings.Repeat(fmt.Sprintf("line %d of the note, some words. ", i), 8))))
 	}
-	bt.res.Contexts = []runtime.Message{{Role: "user", Text: "note 3 changed since the last read"}}
+	bt.res.Contexts = []runtime.ContextMessage{{Role: "user", Text: "note 3 changed since the last read"}}
 	bt.msg = new(sdk.Message)
 	if err := json.Unmarshal([]byte(reply("msg_b", "tool_use", uses...)), bt.msg); err != nil {
 		b.Fatal(err)

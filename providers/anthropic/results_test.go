@@ -43,7 +43,7 @@ func TestToolResults_Blocks(t *testing.T) {
 			runtime.Failure(errors.New("denied by policy")).WithContent(), // no content left
 			runtime.Success(1),
 		},
-		Contexts: []runtime.Message{{Role: "user", Text: "first"}, {Role: "system", Text: "second"}, {Role: "user"}},
+		Contexts: []runtime.ContextMessage{{Role: "user", Text: "first"}, {Role: "system", Text: "second"}, {Role: "user"}},
 	}
 	m, err := anthropic.ToolResults(calls, res)
 	must(t, err)
@@ -185,7 +185,7 @@ func randomTurn(r *rand.Rand) ([]runtime.TurnCall, *runtime.TurnResult, []runtim
 			res.Results[i] = runtime.Failure(runtime.NewError("E", codes[i], "bad")).WithContent(runtime.Block{Type: "json", Data: json.RawMessage(`{"k":[1,2]}`)})
 		}
 		if r.IntN(4) == 0 {
-			res.Contexts = append(res.Contexts, runtime.Message{Role: "user", Text: fmt.Sprintf("ctx %d", i)})
+			res.Contexts = append(res.Contexts, runtime.ContextMessage{Role: "user", Text: fmt.Sprintf("ctx %d", i)})
 		}
 	}
 	return calls, res, codes

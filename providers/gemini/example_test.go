@@ -48,7 +48,7 @@ func ExampleToolResults() {
 			runtime.Success("hi").WithContent(runtime.Text("hi")),
 			runtime.Failure(runtime.NewError(runtime.NameAbort, runtime.CodeAbortedBeforeDispatch, "tool call aborted before dispatch")),
 		},
-		Contexts: []runtime.Message{{Role: "user", Text: "a.txt is new"}},
+		Contexts: []runtime.ContextMessage{{Role: "user", Text: "a.txt is new"}},
 	}
 	contents, err := gemini.ToolResults(calls, res)
 	if err != nil {

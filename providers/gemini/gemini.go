@@ -201,7 +201,7 @@ func ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]*genai.Co
 
 // contextText renders a context message: its text, prefixed with its role
 // in brackets when that role is not "user".
-func contextText(m runtime.Message) string {
+func contextText(m runtime.ContextMessage) string {
 	if m.Text == "" {
 		return ""
 	}

@@ -215,7 +215,7 @@ func newFixture(t testing.TB) *fixture {
 		},
 		Execute: func(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
 			f.ran("picture")
-			rc.DeferContext(runtime.Message{Role: "user", Text: "the picture is 1x1"})
+			rc.DeferContext(runtime.ContextMessage{Role: "user", Text: "the picture is 1x1"})
 			return "dot", nil
 		},
 	}

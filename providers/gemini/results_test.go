@@ -43,7 +43,7 @@ func TestToolResults_Blocks(t *testing.T) {
 			runtime.Failure(runtime.NewError("ToolArgsError", runtime.CodeInvalidArgs, "path: want string")).WithContent(runtime.Text("try a string path")),
 			runtime.Success(nil),
 		},
-		Contexts: []runtime.Message{{Role: "user", Text: "first"}, {Role: "system", Text: "second"}, {Text: ""}},
+		Contexts: []runtime.ContextMessage{{Role: "user", Text: "first"}, {Role: "system", Text: "second"}, {Text: ""}},
 	}
 	got, err := gemini.ToolResults(calls, res)
 	must(t, err)
@@ -201,7 +201,7 @@ func TestToolResults_RoundTripProperty(t *testing.T) {
 				res.Results[i] = runtime.Success(true)
 			}
 			if r.IntN(4) == 0 {
-				res.Contexts = append(res.Contexts, runtime.Message{Role: "user", Text: fmt.Sprintf("ctx %d", i)})
+				res.Contexts = append(res.Contexts, runtime.ContextMessage{Role: "user", Text: fmt.Sprintf("ctx %d", i)})
 			}
 		}
 		out, err := gemini.ToolResults(calls, res)

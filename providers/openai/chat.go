@@ -99,7 +99,7 @@ func ChatToolMessages(calls []runtime.TurnCall, res *runtime.TurnResult) ([]oai.
 	return msgs, nil
 }
 
-func chatContext(m runtime.Message) oai.ChatCompletionMessageParamUnion {
+func chatContext(m runtime.ContextMessage) oai.ChatCompletionMessageParamUnion {
 	role, text := contextRole(m)
 	switch role {
 	case "system":

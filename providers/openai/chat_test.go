@@ -127,8 +127,8 @@ func TestChat_R91_RunParallelCallsAndInvalidArgumentText(t *testing.T) {
 	reg := newRegistry(t)
 	echoTool(t, reg.Global())
 	note, err := runtime.NewTool("note", "Take a note", func(ctx context.Context, _ struct{}, rc *runtime.RunContext) (string, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "note taken"})
-		rc.DeferContext(runtime.Message{Role: "reminder", Text: "be brief"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "note taken"})
+		rc.DeferContext(runtime.ContextMessage{Role: "reminder", Text: "be brief"})
 		return "noted", nil
 	}, runtime.WithParallel())
 	register(t, reg.Global(), note, err)

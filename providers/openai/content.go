@@ -152,7 +152,7 @@ func (i image) imageURL() string {
 // "user" (a context is information for the model, and a user message is
 // what every model reads); any other role becomes a user message whose
 // text starts with "[<role>] ", so nothing is lost and nothing fails.
-func contextRole(m runtime.Message) (role, text string) {
+func contextRole(m runtime.ContextMessage) (role, text string) {
 	switch m.Role {
 	case "system", "developer", "user", "assistant":
 		return m.Role, m.Text

@@ -79,7 +79,7 @@
 //   - The success value and presentation metadata (Result.Value, Meta):
 //     not sent; the model sees the rendered content, as the tool's
 //     renderer decided. Meta is for presentation (R64).
-//   - Contexts (runtime.Message): sent after all tool results as messages
+//   - Contexts (runtime.ContextMessage): sent after all tool results as messages
 //     of their role: system, developer, user and assistant map to
 //     themselves, "" to user, and any other role to a user message whose
 //     text starts with "[<role>] ".

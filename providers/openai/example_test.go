@@ -44,7 +44,7 @@ func ExampleChatToolMessages() {
 			runtime.Success("hello").WithContent(runtime.Text("hello")),
 			runtime.Failure(codedErr{"AbortError", "ABORTED_BEFORE_DISPATCH", "tool call aborted before dispatch"}),
 		},
-		Contexts: []runtime.Message{{Role: "system", Text: "files changed"}},
+		Contexts: []runtime.ContextMessage{{Role: "system", Text: "files changed"}},
 	}
 	msgs, err := openai.ChatToolMessages(calls, res)
 	if err != nil {

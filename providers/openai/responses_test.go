@@ -66,7 +66,7 @@ func TestResponses_R91_RunCarriesOutputItemsAndAnswersEveryCall(t *testing.T) {
 	reg := newRegistry(t)
 	echoTool(t, reg.Global())
 	note, err := runtime.NewTool("note", "Take a note", func(ctx context.Context, _ struct{}, rc *runtime.RunContext) (string, error) {
-		rc.DeferContext(runtime.Message{Role: "developer", Text: "noted"})
+		rc.DeferContext(runtime.ContextMessage{Role: "developer", Text: "noted"})
 		return "ok", nil
 	}, runtime.WithParallel())
 	register(t, reg.Global(), note, err)

@@ -65,7 +65,7 @@ func randResult(r *rand.Rand) *runtime.Result {
 		res = runtime.Failure(codedErr{"ToolArgsError", "INVALID_ARGS", "invalid arguments: x"}).WithContent(randBlocks(r)...)
 	}
 	for range r.IntN(2) {
-		res = res.WithContexts(runtime.Message{Role: roles[r.IntN(len(roles))], Text: randText(r)})
+		res = res.WithContexts(runtime.ContextMessage{Role: roles[r.IntN(len(roles))], Text: randText(r)})
 	}
 	return res
 }
@@ -97,7 +97,7 @@ func checkErrorMarks(t *testing.T, r *runtime.Result, first, last string) {
 	}
 }
 
-func wantRole(m runtime.Message) (string, string) {
+func wantRole(m runtime.ContextMessage) (string, string) {
 	switch m.Role {
 	case "system", "developer", "user", "assistant":
 		return m.Role, m.Text

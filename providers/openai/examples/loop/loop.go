@@ -131,7 +131,7 @@ func registerTools(g *runtime.Scope) error {
 			fs.mu.Lock()
 			defer fs.mu.Unlock()
 			fs.data[in.Path] = in.Text
-			rc.DeferContext(runtime.Message{Role: "system", Text: "notes/index.md changed; re-read it before quoting it."})
+			rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "notes/index.md changed; re-read it before quoting it."})
 			return fmt.Sprintf("wrote %d bytes to %s", len(in.Text), in.Path), nil
 		})
 	if err != nil {

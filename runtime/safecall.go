@@ -18,7 +18,7 @@ func recovered(err *error) {
 
 func callPre(h PreExecuteHook, ex Execution, next func() (Decision, error)) (d Decision, err error) {
 	defer recovered(&err)
-	return h(ex.s.cx(), ex, next)
+	return h(ex.s.ctx(), ex, next)
 }
 
 func callAround(h AroundHook, ctx context.Context, ex Execution, next func(context.Context) *Result) (res *Result, err error) {
@@ -28,22 +28,22 @@ func callAround(h AroundHook, ctx context.Context, ex Execution, next func(conte
 
 func callPost(h PostExecuteHook, ex Execution, r *Result, next func() (PostDecision, error)) (d PostDecision, err error) {
 	defer recovered(&err)
-	return h(ex.s.cx(), ex, r, next)
+	return h(ex.s.ctx(), ex, r, next)
 }
 
 func callObserver(h ResultObserver, ex Execution, r *Result) (err error) {
 	defer recovered(&err)
-	return h(ex.s.cx(), ex, r)
+	return h(ex.s.ctx(), ex, r)
 }
 
 func callFinalizer(f func(context.Context, Execution, *Result) ([]Block, error), ex Execution, r *Result) (b []Block, err error) {
 	defer recovered(&err)
-	return f(ex.s.cx(), ex, r)
+	return f(ex.s.ctx(), ex, r)
 }
 
 func callGuard(g Guard, ex Execution) (reason string, deny bool, err error) {
 	defer recovered(&err)
-	reason, deny = g(ex.s.cx(), ex)
+	reason, deny = g(ex.s.ctx(), ex)
 	return reason, deny, nil
 }
 

@@ -9,9 +9,9 @@ import (
 	"github.com/toolscope/toolscope/internal/core"
 )
 
-func newTestSupervisor() (*shell, *supervisor) {
-	sh := &shell{}
-	return sh, &supervisor{gate: &sh.gate, queue: admit.Queue{G: &sh.gate}}
+func newTestLine() (*scopeState, *admissionLine) {
+	sh := &scopeState{}
+	return sh, &admissionLine{gate: &sh.gate, queue: admit.Queue{G: &sh.gate}}
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -25,51 +25,51 @@ func isClosed(ch chan struct{}) bool {
 
 // waitInLine is what acquire does when the fast path fails: count itself on
 // the way (TryAcquire), then get in line.
-func waitInLine(t *testing.T, sh *shell, sup *supervisor, parallel bool) *admit.Waiter {
+func waitInLine(t *testing.T, sh *scopeState, line *admissionLine, parallel bool) *admit.Waiter {
 	t.Helper()
 	if sh.gate.TryAcquire(parallel) {
 		t.Fatal("admitted at once; the test wants it in line")
 	}
 	w := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
-	if !sup.post(supOp{w: w}) {
-		t.Fatal("post refused by a live supervisor")
+	if !line.post(lineOp{w: w}) {
+		t.Fatal("post refused by a live admission line")
 	}
 	return w
 }
 
-// N1: the supervisor is an in-process serializer — post applies a request
+// N1: the admission line is an in-process serializer — post applies a request
 // before it returns, on the caller's goroutine: the waiters it admits are
 // woken (Ready closed) by then, in arrival order, and a turn's go-ahead is
 // given by then too. No goroutine or message hop is involved.
-func TestSupervisor_N1_PostAppliesAtOnceInArrivalOrder(t *testing.T) {
-	sh, sup := newTestSupervisor()
+func TestAdmissionLine_N1_PostAppliesAtOnceInArrivalOrder(t *testing.T) {
+	sh, line := newTestLine()
 	if !sh.gate.TryAcquire(false) { // an exclusive call runs
 		t.Fatal("empty gate refused")
 	}
-	x := waitInLine(t, sh, sup, false)
-	p1 := waitInLine(t, sh, sup, true)
-	p2 := waitInLine(t, sh, sup, true)
+	x := waitInLine(t, sh, line, false)
+	p1 := waitInLine(t, sh, line, true)
+	p2 := waitInLine(t, sh, line, true)
 	if isClosed(x.Ready) || isClosed(p1.Ready) || isClosed(p2.Ready) {
 		t.Fatal("a waiter was admitted while the exclusive call runs")
 	}
 	var ready sync.WaitGroup
 	ready.Add(1)
-	if !sup.postTurn(&ready) {
-		t.Fatal("postTurn refused by a live supervisor")
+	if !line.postTurn(&ready) {
+		t.Fatal("postTurn refused by a live admission line")
 	}
 	ready.Wait() // given at once: would hang if it waited for anything
 
-	// The running call ends: its release finds the line and kicks.
+	// The running call ends: its release finds the line and admits those waiting.
 	sh.gate.Release(true)
-	sup.kick()
+	line.admitWaiting()
 	if !isClosed(x.Ready) {
-		t.Fatal("the first in line (exclusive) was not admitted when kick returned")
+		t.Fatal("the first in line (exclusive) was not admitted when admitWaiting returned")
 	}
 	if isClosed(p1.Ready) || isClosed(p2.Ready) {
 		t.Fatal("parallel waiters overlapped the exclusive call admitted before them")
 	}
 	sh.gate.Release(true)
-	sup.kick()
+	line.admitWaiting()
 	if !isClosed(p1.Ready) || !isClosed(p2.Ready) {
 		t.Fatal("the parallel waiters were not admitted together once the exclusive call ended")
 	}
@@ -78,46 +78,46 @@ func TestSupervisor_N1_PostAppliesAtOnceInArrivalOrder(t *testing.T) {
 	}
 }
 
-// R7: a retired supervisor (its scope torn down) keeps admitting the calls
+// R7: a retired admission line (its scope torn down) keeps admitting the calls
 // already in line, in order and keeping exclusivity, and stops once the
 // line is empty: later requests are refused (the caller is admitted where
 // its key's calls now are). With nobody in line it stops at once.
-func TestSupervisor_R7_RetireKeepsTheLineThenStops(t *testing.T) {
-	_, sup := newTestSupervisor()
-	sup.retire()
-	if sup.post(supOp{}) {
-		t.Fatal("a supervisor retired with nobody in line still accepts requests")
+func TestAdmissionLine_R7_RetireKeepsTheLineThenStops(t *testing.T) {
+	_, line := newTestLine()
+	line.retire()
+	if line.post(lineOp{}) {
+		t.Fatal("an admission line retired with nobody in line still accepts requests")
 	}
 
-	sh, sup := newTestSupervisor()
+	sh, line := newTestLine()
 	if !sh.gate.TryAcquire(false) {
 		t.Fatal("empty gate refused")
 	}
-	x1 := waitInLine(t, sh, sup, false)
-	x2 := waitInLine(t, sh, sup, false)
-	sup.retire()
+	x1 := waitInLine(t, sh, line, false)
+	x2 := waitInLine(t, sh, line, false)
+	line.retire()
 	if isClosed(x1.Ready) {
 		t.Fatal("retire admitted a waiter while an exclusive call runs")
 	}
 	sh.gate.Release(true)
-	if !sup.post(supOp{}) {
-		t.Fatal("a retiring supervisor with calls in line refused a kick")
+	if !line.post(lineOp{}) {
+		t.Fatal("a retiring admission line with calls in line refused admitWaiting")
 	}
 	if !isClosed(x1.Ready) || isClosed(x2.Ready) {
-		t.Fatal("a retiring supervisor did not keep its line in order and exclusive")
+		t.Fatal("a retiring admission line did not keep its line in order and exclusive")
 	}
 	sh.gate.Release(true)
-	sup.kick() // admits x2: the line is empty now, so it stops
+	line.admitWaiting() // admits x2: the line is empty now, so it stops
 	if !isClosed(x2.Ready) {
 		t.Fatal("the last in line was not admitted")
 	}
-	if sup.post(supOp{}) {
-		t.Fatal("a retired supervisor with an empty line still accepts requests")
+	if line.post(lineOp{}) {
+		t.Fatal("a retired admission line with an empty line still accepts requests")
 	}
 	var ready sync.WaitGroup
 	ready.Add(1)
-	if sup.postTurn(&ready) {
-		t.Fatal("a stopped supervisor accepted a turn")
+	if line.postTurn(&ready) {
+		t.Fatal("a stopped admission line accepted a turn")
 	}
 }
 
