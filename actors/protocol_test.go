@@ -24,7 +24,7 @@ func protoSetup(t *testing.T, opts ...actors.Option) (*actors.Host, *runtime.Sco
 	s := newScope(t, h.Registry(), "agent")
 	d := tool("echo", true, nil)
 	d.Execute = func(_ context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
-		rc.DeferContext(runtime.Message{Role: "system", Text: "ctx"})
+		rc.DeferContext(runtime.ContextMessage{Role: "system", Text: "ctx"})
 		return args, nil
 	}
 	mustRegister(t, s, d)
@@ -48,7 +48,7 @@ func TestProtocol_ExecuteRequestFromAnActor(t *testing.T) {
 	res := runtime.ResultFromProto(reply.GetResult())
 	success(t, res, `{"x":1}`)
 	assert.Equal(t, []runtime.Block{runtime.Text(`{"x":1}`)}, res.Content())
-	assert.Equal(t, []runtime.Message{{Role: "system", Text: "ctx"}}, res.AdditionalContexts())
+	assert.Equal(t, []runtime.ContextMessage{{Role: "system", Text: "ctx"}}, res.AdditionalContexts())
 
 	sys.Root.Send(c, &clientSend{to: h.PID(s), msg: &messages.ExecuteRequest{Call: &messages.Call{CallId: "m2", Name: "ghost"}}})
 	reply, ok = await(t, replies).(*messages.ExecuteReply)

@@ -20,7 +20,7 @@ func TestTurnReply_R98_PartialResultTravelsWithTheError(t *testing.T) {
 	res := &runtime.TurnResult{
 		Results:  []*runtime.Result{runtime.Success("a")},
 		Events:   []runtime.TurnEvent{{Kind: runtime.CallStarted, CallID: "a"}, {Kind: runtime.CallStarted, CallID: "b"}, {Kind: runtime.ResultRecorded, CallID: "a"}},
-		Contexts: []runtime.Message{{Role: "user", Text: "ctx"}},
+		Contexts: []runtime.ContextMessage{{Role: "user", Text: "ctx"}},
 	}
 	reply := turnReply(res, injected)
 	assert.Equal(t, injected.Error(), reply.GetError())
