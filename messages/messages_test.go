@@ -140,7 +140,7 @@ func TestRegisteredPath(t *testing.T) {
 }
 
 // TestValuePresence checks that Result.value_json tells an absent value from
-// JSON null (and from an empty encoding) after a round trip (SPEC R69, R76).
+// JSON null (and from an empty encoding) after a round trip (R69, R76).
 func TestValuePresence(t *testing.T) {
 	tests := []struct {
 		name        string

@@ -14,7 +14,7 @@ import (
 	"github.com/toolscope/toolscope/runtime"
 )
 
-// Cancellation windows (SPEC §7.9), driven with channels, never sleeps.
+// Cancellation windows (docs/contract.md §7.9), driven with channels, never sleeps.
 
 func r3Counting(s *runtime.Scope, name string, v any) *atomic.Int32 {
 	var n atomic.Int32

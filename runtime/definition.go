@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Definition describes one tool (SPEC R10). Register keeps its own copy:
+// Definition describes one tool (R10). Register keeps its own copy:
 // changing the struct or its maps afterwards has no effect (R18).
 type Definition struct {
 	// Name is the tool's name as the model calls it. "run_code" is reserved.
@@ -50,7 +50,7 @@ type Definition struct {
 
 // Output declares what a tool returns (R10).
 type Output struct {
-	// Schema is the output JSON schema, in the subset of SPEC §10 (R100).
+	// Schema is the output JSON schema, in the subset of docs/contract.md#schema (R100).
 	Schema any
 	// Render turns the arguments and the validated value into content.
 	// ctx carries the execution (R51): a call made with it is nested in it.
@@ -73,7 +73,7 @@ type Block struct {
 // Text returns a text block.
 func Text(s string) Block { return Block{Type: "text", Text: s} }
 
-// Restriction filters the names a scope inherits (SPEC §3). A nil list is
+// Restriction filters the names a scope inherits (docs/contract.md#restrict). A nil list is
 // absent; an empty non-nil Allow hides every inherited tool.
 type Restriction struct {
 	Allow []string

@@ -6,34 +6,34 @@ import (
 )
 
 // Sentinel errors returned by registry methods. Validation failures wrap
-// one of them (test with errors.Is) and carry the SPEC's wording.
+// one of them (test with errors.Is) and carry the contract's wording.
 var (
 	// ErrClosed is returned by every method of a registry after Close.
 	ErrClosed = errors.New("runtime: registry closed")
 	// ErrScopeDisposed is returned by mutating methods of a disposed scope
-	// handle or owner group (SPEC R7).
+	// handle or owner group (R7).
 	ErrScopeDisposed = errors.New("runtime: scope disposed")
 	// ErrScopeExists is returned by NewScope for a key that is live.
 	ErrScopeExists = errors.New("runtime: scope already exists")
 	// ErrScopeLink is returned when a parent link would be rebound or form a
-	// cycle (SPEC R3).
+	// cycle (R3).
 	ErrScopeLink = errors.New("runtime: invalid scope link")
 	// ErrInvalidDefinition is wrapped by every Register validation failure
 	// except UNSUPPORTED_SCHEMA, which is a coded *Error.
 	ErrInvalidDefinition = errors.New("runtime: invalid tool definition")
 	// ErrDuplicate is wrapped by the duplicate-name failures of Register
-	// (SPEC R13).
+	// (R13).
 	ErrDuplicate = errors.New("runtime: duplicate tool")
 	// ErrInvalidRestriction is wrapped by every Restrict validation failure.
 	ErrInvalidRestriction = errors.New("runtime: invalid restriction")
 	// ErrInvalidConfig is returned for an invalid option value, such as a
-	// MaxParallel below 1 (SPEC R91).
+	// MaxParallel below 1 (R91).
 	ErrInvalidConfig = errors.New("runtime: invalid configuration")
 	// ErrNilCallback is returned when a nil function is registered.
 	ErrNilCallback = errors.New("runtime: nil callback")
 )
 
-// Coded is what errors.As finds on a coded error (SPEC §0.3): a value with a
+// Coded is what errors.As finds on a coded error (docs/contract.md#failures): a value with a
 // stable Name and Code. Tool bodies and hooks may return their own (any
 // error type with these two methods: Code returns a plain string, so such a
 // type need not import this package); the registry copies Name and Code into
@@ -44,7 +44,7 @@ type Coded interface {
 	Code() string
 }
 
-// Code classifies a failure result (SPEC §0.3): Result.Code returns one,
+// Code classifies a failure result (docs/contract.md#failures): Result.Code returns one,
 // "" for a success or a plain (uncoded) failure such as a denial. The
 // registry's own codes are the constants below; a tool's own coded error
 // may use any other value.
@@ -53,7 +53,7 @@ type Code string
 // String returns the code as written on the wire, e.g. "UNKNOWN_TOOL".
 func (c Code) String() string { return string(c) }
 
-// The registry's codes (SPEC §0.3, plus WOULD_DEADLOCK for nested calls).
+// The registry's codes (docs/contract.md#failures, plus WOULD_DEADLOCK for nested calls).
 const (
 	// CodeUnknownTool: no tool of that name is visible when the call
 	// dispatches (R61).
@@ -87,7 +87,7 @@ const (
 	CodeWouldDeadlock Code = "WOULD_DEADLOCK"
 )
 
-// The names paired with the codes above (SPEC §0.3).
+// The names paired with the codes above (docs/contract.md#failures).
 const (
 	NameToolNotFound = "ToolNotFoundError"
 	NameToolArgs     = "ToolArgsError"
@@ -126,7 +126,7 @@ func unsupportedSchema(violations []string) *Error {
 		"unsupported JSON schema: "+strings.Join(violations, "; "))
 }
 
-// unprintableMessage is SPEC §0.3's message for a failure whose Error
+// unprintableMessage is docs/contract.md#failures's message for a failure whose Error
 // method itself panics.
 const unprintableMessage = "<unprintable value>"
 
@@ -141,7 +141,7 @@ func errorText(err error) (msg string, ok bool) {
 }
 
 // printable returns err when its Error method works, else an error that
-// reads "<unprintable value>" (SPEC §0.3) and unwraps to err, so it
+// reads "<unprintable value>" (docs/contract.md#failures) and unwraps to err, so it
 // can be formatted, wrapped and logged safely while errors.Is/As still
 // reach the original.
 func printable(err error) error {

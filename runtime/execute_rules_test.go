@@ -128,7 +128,7 @@ func r3Success(t testing.TB, res *runtime.Result, value string) {
 	assert.Equal(t, "", res.ErrorMessage())
 }
 
-// r3Plain asserts an uncoded failure of SPEC §0.3.
+// r3Plain asserts an uncoded failure of docs/contract.md#failures.
 func r3Plain(t testing.TB, res *runtime.Result, msg string) {
 	t.Helper()
 	require.True(t, res.IsError())

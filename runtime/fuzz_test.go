@@ -17,7 +17,7 @@ import (
 )
 
 // --- FuzzRegistryOps: random operation sequences against a model of
-// visibility (SPEC R22–R29, R6, R7). ---
+// visibility (R22–R29, R6, R7). ---
 
 const (
 	fzKeys  = 4 // scope keys k0..k3

@@ -20,7 +20,7 @@ import (
 )
 
 // TestNested_R86_RandomizedStress drives nested calls at random (issue 11
-// §1, SPEC R86) and checks, deterministically, three rules:
+// §1, R86) and checks, deterministically, three rules:
 //
 //   - every call is answered exactly once: each Execute returns one result,
 //     each turn one result (and one call/result record pair) per call, and

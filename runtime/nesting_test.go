@@ -16,7 +16,7 @@ import (
 	"github.com/toolscope/toolscope/runtime"
 )
 
-// Nested and re-entrant calls (issue 11 §1, §2, §6; SPEC R79, R80, R86).
+// Nested and re-entrant calls (issue 11 §1, §2, §6; R79, R80, R86).
 // Every wait is bounded and dumps the goroutines when it runs out.
 
 const nestTimeout = 10 * time.Second

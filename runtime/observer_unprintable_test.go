@@ -41,7 +41,7 @@ func (s *syncBuffer) String() string {
 // TestObservers_R75_UnprintableErrorMessage: an observer failing with an
 // error whose Error method panics (returned or panicked) is contained like
 // any other failure, and both the warning and the error handler read the
-// SPEC's "<unprintable value>" (§0.3), not fmt's "%!v(PANIC=…)".
+// the contract's "<unprintable value>" (§0.3), not fmt's "%!v(PANIC=…)".
 // The handler's error still unwraps to the observer's own error.
 func TestObservers_R75_UnprintableErrorMessage(t *testing.T) {
 	var logs syncBuffer

@@ -11,7 +11,7 @@ import (
 )
 
 // Registry holds the global scope, every agent scope, and the options that
-// apply to all of them (SPEC §0.2). It is safe for concurrent use.
+// apply to all of them (docs/contract.md#conventions). It is safe for concurrent use.
 type Registry struct {
 	logger *slog.Logger
 	cfg    config
@@ -77,7 +77,7 @@ type optionFunc func(*config) error
 
 func (f optionFunc) apply(c *config) error { return f(c) }
 
-// WithMaxParallel bounds the dispatches a turn runs at once (SPEC R91): passed
+// WithMaxParallel bounds the dispatches a turn runs at once (R91): passed
 // to New it sets the registry's default (10 unless set), passed to
 // ExecuteTurn it sets that turn's bound. n < 1 is a configuration error.
 func WithMaxParallel(n int) MaxParallelOption { return MaxParallelOption{n: n} }
@@ -177,7 +177,7 @@ func New(opts ...Option) (*Registry, error) {
 // that runs past its tool's timeout gets the TOOL_TIMEOUT failure "tool call
 // timed out after <ms>ms" (its body's ctx is cancelled at the deadline; R83).
 // Without this option (or TimeoutHook registered by hand) a declared
-// timeout is metadata only: SPEC R19 keeps enforcement out of the core
+// timeout is metadata only: R19 keeps enforcement out of the core
 // pipeline.
 func WithTimeouts() Option {
 	return optionFunc(func(c *config) error { c.timeouts = true; return nil })
@@ -321,7 +321,7 @@ func (r *Registry) nextID() uint64 { return r.ids.Add(1) }
 
 // report hands on a failure the registry absorbs (R75, R90): one warning
 // and the optional error handler. An error whose Error method panics is
-// reported as "<unprintable value>" (SPEC §0.3); callers wrapping
+// reported as "<unprintable value>" (docs/contract.md#failures); callers wrapping
 // one must wrap printable(err), since fmt formats the message eagerly.
 func (r *Registry) report(err error) {
 	err = printable(err)

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Result is the immutable outcome of one call (SPEC §0.2, R76). Accessors
+// Result is the immutable outcome of one call (docs/contract.md#conventions, R76). Accessors
 // return copies; a wrapper that wants a different result builds a new one
 // with Success, Failure or the With methods.
 type Result struct {
@@ -63,7 +63,7 @@ func (r *Result) foreignValue() any {
 	return canonical(r.value)
 }
 
-// Failure returns a failure result derived from err (SPEC §0.3).
+// Failure returns a failure result derived from err (docs/contract.md#failures).
 func Failure(err error) *Result { return failureFrom(err) }
 
 // IsError reports whether the result is a failure.
@@ -97,7 +97,7 @@ func (r *Result) Text() string {
 func (r *Result) ErrorMessage() string { return r.errMsg }
 
 // ErrorInfo returns the failure's name and code, if it came from a coded
-// error (SPEC §0.3).
+// error (docs/contract.md#failures).
 func (r *Result) ErrorInfo() (name string, code Code, ok bool) {
 	return r.errName, r.errCode, r.hasInfo
 }

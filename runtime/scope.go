@@ -11,7 +11,7 @@ import (
 )
 
 // Scope is a handle on one layer: the global scope, an agent scope, or an
-// owner group filing into one of them (SPEC §1). Registrations made through
+// owner group filing into one of them (docs/contract.md#scopes). Registrations made through
 // a handle live in its layer and die with it; each returns its exact
 // disposer (R15). Reads through a handle use the handle's own view.
 type Scope struct {
@@ -382,7 +382,7 @@ func (s *Scope) dispose() {
 
 const reservedName = "run_code"
 
-// Register adds a tool to the handle's layer (SPEC §2). Validation runs in
+// Register adds a tool to the handle's layer (docs/contract.md#register). Validation runs in
 // R11's order and a failure registers and notifies nothing. The returned
 // disposer removes exactly this registration (R15).
 func (s *Scope) Register(def Definition) (func(), error) {
@@ -404,7 +404,7 @@ func (s *Scope) Register(def Definition) (func(), error) {
 	}, func(l *core.Layer) (*core.Layer, bool) { return l.RemoveTool(td.name, id) })
 }
 
-// Restrict filters what the scope inherits (SPEC §3). It is only for agent
+// Restrict filters what the scope inherits (docs/contract.md#restrict). It is only for agent
 // scopes (R20); validation follows R21. Names are copied and evaluated
 // against the live inherited set on every read (R25).
 func (s *Scope) Restrict(r Restriction) (func(), error) {
@@ -508,7 +508,7 @@ func (prependOption) hookOption() {}
 // WithPrepend puts the hook before every hook registered so far (R85).
 func WithPrepend() HookOption { return prependOption{} }
 
-// Guard adds a deny-only check of calls in this scope's audience (SPEC §4).
+// Guard adds a deny-only check of calls in this scope's audience (docs/contract.md#guards).
 // Guards emit no change notification (R28).
 func (s *Scope) Guard(g Guard) (func(), error) {
 	if g == nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// TimeoutHook returns the ready-made around hook of SPEC R83. For a tool
+// TimeoutHook returns the ready-made around hook of R83. For a tool
 // whose visible definition declares a Timeout it derives a deadline ctx and
 // delegates; if that deadline (not the caller's cancellation) fired, the
 // result is replaced by the TOOL_TIMEOUT failure "tool call timed out after

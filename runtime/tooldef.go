@@ -72,7 +72,7 @@ func newToolDef(def Definition, maxSchema int) (*toolDef, error) {
 	if err := checkToolName(def.Name); err != nil {
 		return nil, err
 	}
-	// Deviation (SPEC R11, recommended): a nil body is rejected here.
+	// Deviation (R11, recommended): a nil body is rejected here.
 	if def.Execute == nil {
 		return nil, fmt.Errorf("%w: tool %q needs an Execute func", ErrInvalidDefinition, def.Name)
 	}
@@ -450,7 +450,7 @@ func cloneBlocks(bs []Block) []Block {
 	return out
 }
 
-// panicError turns a recovered panic value into an error (SPEC §0.3).
+// panicError turns a recovered panic value into an error (docs/contract.md#failures).
 func panicError(p any) error {
 	if err, ok := p.(error); ok {
 		return err
@@ -465,7 +465,7 @@ type panicValue struct {
 
 func (p *panicValue) Error() string { return messageOf(p.v) }
 
-// messageOf derives a failure message (SPEC §0.3).
+// messageOf derives a failure message (docs/contract.md#failures).
 func messageOf(v any) (msg string) {
 	switch x := v.(type) {
 	case error:

@@ -83,7 +83,7 @@ func WithTurnID(id string) TurnOption {
 	return turnOptionFunc(func(o *turnOptions) error { o.id = id; return nil })
 }
 
-// ExecuteTurn runs the calls of one assistant message (SPEC §9): parallel
+// ExecuteTurn runs the calls of one assistant message (docs/contract.md#turns): parallel
 // calls overlap in a rolling pool of at most MaxParallel dispatches, an
 // exclusive call is a barrier, and post-execute, results and contexts
 // follow model order. The turn is one message to the scope's admission line

@@ -19,7 +19,7 @@ import (
 	"github.com/toolscope/toolscope/runtime"
 )
 
-// Deterministic tests of SPEC §9 (R91–R99) through Scope.ExecuteTurn. Tool
+// Deterministic tests of docs/contract.md §9 (R91–R99) through Scope.ExecuteTurn. Tool
 // bodies block on gates the test opens; nothing sleeps. waitLimit only turns
 // a scheduling bug (a deadlock) into a test failure instead of a hang.
 

@@ -81,7 +81,7 @@ type toolOptionFunc func(*toolOptions)
 func (f toolOptionFunc) applyTool(o *toolOptions) { f(o) }
 
 // WithParametersSchema gives the parameter schema explicitly instead of
-// deriving it from In. It must be in the subset of SPEC §10.
+// deriving it from In. It must be in the subset of docs/contract.md#schema.
 func WithParametersSchema(schema any) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.params = schema })
 }
@@ -130,11 +130,11 @@ func WithFinalizer(f func(context.Context, Execution, *Result) ([]Block, error))
 	return toolOptionFunc(func(o *toolOptions) { o.finalize = f })
 }
 
-// NewTool defines a typed tool (SPEC R105). The parameter and output
+// NewTool defines a typed tool (R105). The parameter and output
 // schemas are derived from In and Out (encoding/json conventions: json
 // tags, omitempty marks optional; a `description` tag documents a field)
 // or given with WithParametersSchema / WithOutputSchema, and checked
-// against the subset of SPEC §10: a violation is an UNSUPPORTED_SCHEMA
+// against the subset of docs/contract.md#schema: a violation is an UNSUPPORTED_SCHEMA
 // error listing every violation. Arguments are validated before fn runs;
 // invalid ones fail with INVALID_ARGS and every violation with its path.
 func NewTool[In, Out any](name, description string, fn func(ctx context.Context, in In, rc *RunContext) (Out, error), opts ...ToolOption) (Definition, error) {

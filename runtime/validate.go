@@ -3,12 +3,12 @@ package runtime
 import "github.com/toolscope/toolscope/internal/jsonv"
 
 // ValidateValue checks value against schema with the registry's own value
-// validation (SPEC R102) and wording, as it checks a tool's output: the
+// validation (R102) and wording, as it checks a tool's output: the
 // root is labelled "value" (`"value.items[2]" must be a string`). It
 // returns every violation in walk order, or nil when value is valid.
 //
 // schema is what Output.Schema accepts (a json.RawMessage, or Go values
-// such as map[string]any) and must be in the subset of SPEC §10 (R100);
+// such as map[string]any) and must be in the subset of docs/contract.md#schema (R100);
 // otherwise ValidateValue returns no violations and the same coded
 // UNSUPPORTED_SCHEMA error Register would (an *Error listing every
 // violation). To check against a registered tool's schemas, pass the

@@ -9,7 +9,7 @@ import (
 type Kind uint8
 
 // The callback lists of a layer. Guards are evaluated with live iteration
-// (SPEC R40); the hook kinds are merged across the chain by Seq (R85).
+// (R40); the hook kinds are merged across the chain by Seq (R85).
 const (
 	KindGuard Kind = iota
 	KindPre
@@ -37,7 +37,7 @@ type Entry struct {
 }
 
 // Restriction is one allow/deny filter. A nil set means "absent"; an empty
-// non-nil set is present (SPEC R21 Go note).
+// non-nil set is present (R21).
 type Restriction struct {
 	ID    uint64
 	Allow *NameSet

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Shared sub-schemas (SPEC R100 allows a sub-schema reused in sibling
+// Shared sub-schemas (R100 allows a sub-schema reused in sibling
 // positions) arrive as a DAG of Go maps. JSON text repeats each use, so n
 // levels that each use the one below twice are 2^n copies: every walk must
 // stay linear in the distinct input and refuse past MaxSharedExpansion

@@ -1,5 +1,5 @@
 // Package jsonv holds toolscope's JSON value rules: the lossless JSON set
-// (SPEC R45–R48, R62), the JSON schema subset (R100, R101), value
+// (R45–R48, R62), the JSON schema subset (R100, R101), value
 // validation (R102) and schema derivation from Go types for typed tools.
 // It is a pure library on the tool-execution hot path: no actors, no
 // global state beyond sync.Pools, and every function is total — it returns
@@ -24,7 +24,7 @@
 // # Schemas and validation
 //
 // CompileSchema checks a schema against the R100 subset, collecting every
-// violation in the SPEC's order and wording, and compiles it into a Schema.
+// violation in the contract's order and wording, and compiles it into a Schema.
 // Schema.Validate checks canonical bytes against it (R102): the bytes are
 // flattened into a pooled "tape" of nodes that point into the input, so a
 // small valid object validates without allocating. Before that, a quick
@@ -48,7 +48,7 @@
 //
 // # Sharing
 //
-// A Go value may use one map or slice in several places (a DAG: SPEC R100
+// A Go value may use one map or slice in several places (a DAG: R100
 // allows a sub-schema reused in sibling positions). JSON text repeats each
 // use, so the text of n levels that each use the one below twice is 2^n
 // copies. Every walk of Go values (Encode, EncodeTree, CompileSchema,

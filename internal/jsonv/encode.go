@@ -11,7 +11,7 @@ import (
 	"unsafe"
 )
 
-// Encode converts a value from the lossless JSON set of SPEC R47 into
+// Encode converts a value from the lossless JSON set of R47 into
 // canonical compact JSON bytes. Accepted:
 //
 //   - nil, bool, string (invalid UTF-8 becomes U+FFFD);

@@ -8,7 +8,7 @@ import (
 // MaxDepth is the deepest container nesting (arrays and objects) that
 // Encode, Valid, Decode, Validate and CompileSchema accept. Deeper input is
 // rejected with an error wrapping ErrTooDeep instead of exhausting the
-// stack. SPEC R34 asks for schemas "thousands of levels" deep; a schema
+// stack. R34 asks for schemas "thousands of levels" deep; a schema
 // level costs up to two containers (properties: an object holding an
 // object), so the bound leaves room for 10,000+ schema levels of any shape.
 // The walks that recurse use a few hundred bytes of stack per level, far
@@ -16,7 +16,7 @@ import (
 const MaxDepth = 50_000
 
 // ErrNotLossless is returned (wrapped) when a value is outside the lossless
-// JSON set of SPEC R47: NaN, ±Inf, negative zero, a cycle, a Go type other
+// JSON set of R47: NaN, ±Inf, negative zero, a cycle, a Go type other
 // than the accepted ones, malformed JSON text, or nesting deeper than
 // MaxDepth.
 var ErrNotLossless = errors.New("jsonv: value is not lossless JSON")
@@ -27,7 +27,7 @@ var ErrTooDeep = fmt.Errorf("nesting deeper than %d levels: %w", MaxDepth, ErrNo
 
 // MaxSharedExpansion bounds how far maps and slices shared by several
 // positions of a Go value (a DAG: the same sub-schema in sibling places, as
-// SPEC R100 allows) may expand. JSON text has no sharing, so such a value
+// R100 allows) may expand. JSON text has no sharing, so such a value
 // is written out once per use, and n levels that each use the one below
 // twice expand to 2^n copies. Encode, EncodeTree, CompileSchema and
 // ValidateValue count the values they write (or visit) while repeating a
@@ -56,7 +56,7 @@ var (
 	errSyntax  = notLossless("malformed JSON text")
 	errNegZero = notLossless("negative zero")
 	// errLossyNumber is a number literal that denotes −0 or whose float64
-	// rounding is ±Inf or −0 (SPEC R47 applies to the value it denotes).
+	// rounding is ±Inf or −0 (R47 applies to the value it denotes).
 	errLossyNumber = notLossless("number literal that is −0, or ±Inf or −0 as a float64")
 	errCycle       = notLossless("value contains a cycle")
 )

@@ -21,7 +21,7 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
-// ForType derives a schema in the SPEC R100 subset from a Go type, following
+// ForType derives a schema in the R100 subset from a Go type, following
 // encoding/json's conventions, and returns it as canonical JSON whose key
 // order is meaningful (pass it to CompileSchema as json.RawMessage).
 //
@@ -51,7 +51,7 @@ var (
 //     written out at each use). Map value types are checked for unsupported kinds only, so a
 //     type that recurses only through map values is accepted.
 //
-// root=true produces the SPEC R103 parameter root: a struct as above but
+// root=true produces the R103 parameter root: a struct as above but
 // without additionalProperties (the root stays open) and an empty struct
 // yields {"type":"object","properties":{}}; a map or interface root yields
 // {"type":"object","properties":{}} as well. Other root types are errors.

@@ -100,7 +100,7 @@ func hexVal(c byte) rune {
 
 // scanNumber scans the JSON number literal starting at s[i]. It returns the
 // index after the literal and whether the literal is outside the lossless
-// set (SPEC R47 applied to the value it denotes): it denotes negative zero
+// set (R47 applied to the value it denotes): it denotes negative zero
 // ("-0", "-0.0e5", …), or its float64 rounding is ±Inf ("1e999", "2e308")
 // or −0 ("-1e-400"). ok is false for a malformed literal.
 func scanNumber[T text](s T, i int) (end int, lossy, ok bool) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Schema is a JSON schema accepted by CompileSchema (the SPEC R100 subset),
+// Schema is a JSON schema accepted by CompileSchema (the R100 subset),
 // compiled for validation. It is immutable and safe for concurrent use.
 type Schema struct {
 	root *snode
@@ -92,7 +92,7 @@ func (sn *snode) hasPropBytes(name []byte) bool {
 	return false
 }
 
-// schemaTypes lists the R100 type names in the SPEC's order.
+// schemaTypes lists the R100 type names in the contract's order.
 var schemaTypes = [...]string{"object", "array", "string", "number", "integer", "boolean", "null"}
 
 var typeKinds = map[string]skind{
@@ -122,14 +122,14 @@ func isAnnotationKey(k string) bool {
 
 const unsupportedKeyword = " is not a supported keyword (subset: type/oneOf/properties/required/additionalProperties/items/enum/const + annotations)"
 
-// CompileSchema checks a schema against the SPEC R100 subset and compiles
+// CompileSchema checks a schema against the R100 subset and compiles
 // it. The schema is any value Encode accepts, or a tree from Decode;
 // json.RawMessage keeps its key order, map[string]any is read in sorted key
 // order (as R100 allows). It returns the compiled schema, or nil and every
-// violation in the SPEC's order and wording, with paths rooted at "schema"
+// violation in the contract's order and wording, with paths rooted at "schema"
 // ("schema.properties.a", "schema.oneOf[1]").
 //
-// Beyond the SPEC's messages: a schema nested deeper than MaxDepth yields
+// Beyond the contract's messages: a schema nested deeper than MaxDepth yields
 // the single violation "schema is nested deeper than 50000 levels". A
 // sub-schema shared by several positions (a DAG of Go maps) is checked, and
 // compiled, once per position, as its JSON text repeats it; a schema whose
@@ -168,7 +168,7 @@ var tooLargeViolation = "schema expands to more than " + strconv.Itoa(MaxSharedE
 	" repeated values: a sub-schema shared by several positions is written out in full at each one"
 
 // compiler walks a schema tape depth-first. The order of its checks
-// mirrors the SPEC (and the reference's explicit-stack walk): a node's own
+// mirrors the contract (and the reference's explicit-stack walk): a node's own
 // checks, then its children in declaration order, then its tail checks.
 type compiler struct {
 	t    *tape

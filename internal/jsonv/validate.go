@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Validate checks the JSON text v against s as SPEC R102 describes and
+// Validate checks the JSON text v against s as R102 describes and
 // returns every violation in walk order, or nil when v is valid. It is total:
 // it never panics and never fails.
 //

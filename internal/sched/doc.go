@@ -1,8 +1,8 @@
-// Package sched is the pure scheduling policy for one model turn (SPEC.md §9,
+// Package sched is the pure scheduling policy for one model turn (docs/contract.md#turns,
 // R91–R99): which tool call to classify, start or commit next, how many
 // dispatches may overlap, and what happens on abort or internal failure.
 //
-// It follows the etcd-raft core/shell split (STYLE.md §3). A [Turn] is a
+// It follows etcd-io/raft's split of a pure core driven by a shell. A [Turn] is a
 // deterministic state machine with no goroutines, no clock, no I/O and no
 // protoactor import. The shell (the runtime's turn driver) performs the work the
 // machine asks for, on goroutines where the work runs user code, and feeds

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// This file checks Turn against a naive reference of SPEC.md §9, the way
+// This file checks Turn against a naive reference of docs/contract.md §9, the way
 // etcd raft checks its quorum code against a dumb version
 // (quorum/quick_test.go). Both run the same scripted turn in abstract ticks:
 //
