@@ -40,8 +40,11 @@ type execState struct {
 	rc        RunContext       // handed to the body; embedded to save an allocation
 	slot      *resultWithBlock // where the first success goes (a turn's calls' results share one allocation), or nil
 
-	mu          sync.Mutex
-	deferred    []ContextMessage
+	mu       sync.Mutex
+	deferred []ContextMessage
+	// anyDeferred is set once deferred is not empty, so a call whose body
+	// defers nothing reads one atomic instead of taking mu (withDeferred).
+	anyDeferred atomic.Bool
 	concluded   atomic.Bool
 	bodyInvoked atomic.Bool
 	// holding is the scope admission the dispatch holds (nil: none, or

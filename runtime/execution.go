@@ -54,6 +54,7 @@ type RunContext struct{ s *execState }
 func (rc *RunContext) DeferContext(m ContextMessage) {
 	rc.s.mu.Lock()
 	rc.s.deferred = append(rc.s.deferred, m)
+	rc.s.anyDeferred.Store(true)
 	rc.s.mu.Unlock()
 }
 

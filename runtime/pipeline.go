@@ -230,6 +230,9 @@ func (r *Registry) normalize(s *execState, out *Result) (res *Result, final bool
 // withDeferred puts the body's deferred contexts in front of the result's
 // (R65).
 func (r *Registry) withDeferred(s *execState, out *Result) *Result {
+	if !s.anyDeferred.Load() {
+		return out // the common case: no lock on a plain call's path
+	}
 	s.mu.Lock()
 	deferred := s.deferred
 	s.mu.Unlock()
