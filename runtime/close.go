@@ -58,7 +58,7 @@ type shutdownAwareCtx struct {
 	parent context.Context
 	life   *lifecycle
 	ended  atomic.Bool
-	mu     sync.Mutex
+	mu     sync.Mutex // serialises fuse, so a ctx gets one link
 	link   atomic.Pointer[shutdownLink]
 }
 
@@ -120,14 +120,22 @@ func (c *shutdownAwareCtx) fuse() *shutdownLink {
 		f.stop = context.AfterFunc(c.life.shutdownFor(c), f.cancel)
 	}
 	c.link.Store(f)
+	if c.ended.Load() {
+		// release ran meanwhile and may have missed the link: end it here
+		// (stop and cancel are idempotent).
+		f.stop()
+		f.cancel()
+	}
 	return f
 }
 
 // release ends the call: its ctx is done from now on, and its shutdownLink's
-// registration with the shutdown signal is dropped.
+// registration with the shutdown signal is dropped. It takes no lock: it
+// sets ended, then looks for a link; fuse stores its link, then looks at
+// ended. The atomics are sequentially consistent, so at least one of the
+// two sees the other's write and ends the link — a plain call (whose ctx
+// nobody asked for Done or a value) pays two atomics here, not a mutex.
 func (c *shutdownAwareCtx) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.ended.Store(true)
 	if f := c.link.Load(); f != nil {
 		f.stop()
