@@ -26,15 +26,15 @@ func answersAgain(t *testing.T, h *actors.Host, pid *actor.PID, name string) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		v, err := h.System().Root.RequestFuture(pid, &messages.GetRequest{Name: name}, 200*time.Millisecond).Result()
-		if err == nil {
+		v, ok := askWithin(h.System(), pid, &messages.GetRequest{Name: name}, 200*time.Millisecond)
+		if ok {
 			g, ok := v.(*messages.GetReply)
 			require.True(t, ok, "%T", v)
 			require.True(t, g.GetFound(), "the respawned actor serves the same scope")
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the PID does not answer again after a stop: %v", err)
+			t.Fatal("the PID does not answer again after a stop")
 		}
 	}
 }
@@ -84,7 +84,7 @@ func TestActorFaults_ScopeActorRespawnUnderConcurrentSends(t *testing.T) {
 					}
 					// Answered, a dead letter, or dropped with a stopped
 					// mailbox (then the short timeout): never a panic.
-					_, _ = h.System().Root.RequestFuture(pid, &messages.ExecuteRequest{Call: &messages.Call{CallId: "m", Name: "x"}}, 50*time.Millisecond).Result()
+					_, _ = askWithin(h.System(), pid, &messages.ExecuteRequest{Call: &messages.Call{CallId: "m", Name: "x"}}, 50*time.Millisecond)
 				}
 			}()
 		}

@@ -185,3 +185,38 @@ func client(t testing.TB, sys *actor.ActorSystem) (*actor.PID, <-chan any) {
 	t.Cleanup(func() { sys.Root.Stop(pid) })
 	return pid, replies
 }
+
+// askWithin sends msg to pid from a throwaway actor and waits up to d for
+// its reply; ok is false when none came in time or the request became a
+// dead letter. Tests that expect lost replies (actors stopped behind the
+// host's back) use it instead of RequestFuture with a short timeout:
+// protoactor's futureProcess writes a late reply's result without the lock
+// its timeout takes, a race in protoactor itself that -race reports when a
+// reply lands as the future times out. A throwaway actor receives late
+// replies serially, or they become dead letters once it is stopped.
+func askWithin(sys *actor.ActorSystem, pid *actor.PID, msg any, d time.Duration) (reply any, ok bool) {
+	got := make(chan any, 1)
+	client := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case actor.SystemMessage, actor.AutoReceiveMessage:
+		default:
+			select {
+			case got <- m:
+			default:
+			}
+		}
+	}))
+	defer sys.Root.Stop(client)
+	sys.Root.RequestWithCustomSender(pid, msg, client)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case m := <-got:
+		if _, dead := m.(*actor.DeadLetterResponse); dead {
+			return nil, false
+		}
+		return m, true
+	case <-t.C:
+		return nil, false
+	}
+}

@@ -84,15 +84,15 @@ func TestSoak_MessagesGoCallsAndActorFaults(t *testing.T) {
 						t.Errorf("ExecuteTurn: %v", err)
 					}
 				case 2:
-					_, err := sys.Root.RequestFuture(h.PID(s), &messages.ExecuteRequest{Call: &messages.Call{CallId: next(), Name: name}}, 500*time.Millisecond).Result()
-					if err != nil {
+					_, ok := askWithin(sys, h.PID(s), &messages.ExecuteRequest{Call: &messages.Call{CallId: next(), Name: name}}, 500*time.Millisecond)
+					if !ok {
 						lostReplies.Add(1) // a dead letter or a dropped mailbox while the actor is respawned
 					} else {
 						replies.Add(1)
 					}
 				case 3:
-					_, err := sys.Root.RequestFuture(h.PID(s), &messages.TurnRequest{Calls: []*messages.TurnCall{{CallId: next(), Name: "p"}, {CallId: next(), Name: name}}}, 500*time.Millisecond).Result()
-					if err != nil {
+					_, ok := askWithin(sys, h.PID(s), &messages.TurnRequest{Calls: []*messages.TurnCall{{CallId: next(), Name: "p"}, {CallId: next(), Name: name}}}, 500*time.Millisecond)
+					if !ok {
 						lostReplies.Add(1)
 					} else {
 						replies.Add(1)
@@ -112,7 +112,7 @@ func TestSoak_MessagesGoCallsAndActorFaults(t *testing.T) {
 				return
 			}
 			pid := h.PID(s)
-			_, _ = sys.Root.RequestFuture(pid, &messages.ExecuteRequest{Call: &messages.Call{CallId: next(), Name: "p"}}, 500*time.Millisecond).Result()
+			_, _ = askWithin(sys, pid, &messages.ExecuteRequest{Call: &messages.Call{CallId: next(), Name: "p"}}, 500*time.Millisecond)
 			s.Dispose()
 		}
 	}()
