@@ -410,6 +410,7 @@ type toolSet struct {
 	own     bool           // scope belongs to this session
 	session atomic.Pointer[sdk.ServerSession]
 	waiting sync.Once
+	endOnce sync.Once // end
 
 	mu    sync.Mutex
 	known map[string]listing // the scope's visible tools at the last sync, by name
@@ -542,8 +543,13 @@ func (ts *toolSet) attach(ss *sdk.ServerSession) {
 	})
 }
 
-// end disposes the session's scope (once) and forgets the session.
-func (ts *toolSet) end() {
+// end disposes the session's scope (once) and forgets the session. A
+// second caller — Close and the session's own end watcher race for it —
+// returns only once the first has finished (sync.Once), so Close never
+// returns while the session's scope is still being disposed.
+func (ts *toolSet) end() { ts.endOnce.Do(ts.doEnd) }
+
+func (ts *toolSet) doEnd() {
 	ts.bound.Do(func() { ts.bindErr = errors.New("mcp: session ended") })
 	ts.mu.Lock()
 	if ts.ended {
