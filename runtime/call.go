@@ -11,6 +11,7 @@ type Call struct {
 	// a map[string]any. It is read once and never retained or mutated. A Go
 	// string is a JSON string value, not JSON text: to pass the model's
 	// text, use json.RawMessage(text) (TurnCall.ArgumentsText takes text).
+	// Absent arguments — nil, an empty json.RawMessage — are {} (R45).
 	Arguments any
 	// Agent is the scope key whose view is used; "" is the global view.
 	// Scope methods fill it with the scope's own key.

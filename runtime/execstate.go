@@ -34,6 +34,10 @@ type execState struct {
 	// argsOver is the size of argument text refused for its size (over
 	// WithMaxArgumentBytes; args is then nil); 0 otherwise.
 	argsOver int
+	// argsWhy says why the snapshot failed, for R48's message: the Go
+	// type that is not lossless JSON, or where JSON text breaks ("": the
+	// plain message).
+	argsWhy string
 
 	finalizer func(context.Context, Execution, *Result) ([]Block, error)
 	chainTool *toolDef         // what chain resolves name to (nil: no such tool); kept in step with chain
@@ -63,6 +67,12 @@ type execState struct {
 	hooks       *hookSet        // the registry's hooks, taken at entry when a call has any (hooks.go); nil: none
 	group       int32
 	holdExcl    bool
+	// fromText: the arguments came from text (a turn's ArgumentsText, a
+	// protobuf arguments_json), not from a Go value; badText: that text is
+	// not valid JSON and is passed on as a JSON string (R91). Both only
+	// shape INVALID_ARGS messages (typedArgsMessage).
+	fromText    bool
+	badText     bool
 	holdSlot    bool
 	directBody  bool // the registry is calling the typed helper's body itself
 	classified  bool
@@ -117,19 +127,35 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 // before any hook; a failed snapshot leaves args nil (R48).
 // Arguments over the registry's bound are refused instead (argsOver): text
 // before it is read, a Go value by its snapshot.
+//
+// Absent arguments — a nil Call.Arguments, an empty json.RawMessage — are
+// {}, as empty turn text is (R45, R91).
 func (s *execState) snapshotArgs(arguments any) {
 	bound := s.reg.cfg.argBound()
-	if raw, ok := arguments.(json.RawMessage); ok && len(raw) > bound {
-		s.argsOver = len(raw)
+	if arguments == nil {
+		s.args = []byte("{}")
 		return
 	}
-	if b, err := encodeJSON(arguments); err == nil {
-		if len(b) > bound {
-			s.argsOver = len(b)
+	if raw, ok := arguments.(json.RawMessage); ok {
+		if len(raw) == 0 {
+			s.args = []byte("{}")
 			return
 		}
-		s.args = b
+		if len(raw) > bound {
+			s.argsOver = len(raw)
+			return
+		}
 	}
+	b, err := encodeJSON(arguments)
+	if err != nil {
+		s.argsWhy = argsRefusal(arguments)
+		return
+	}
+	if len(b) > bound {
+		s.argsOver = len(b)
+		return
+	}
+	s.args = b
 }
 
 // hookLists is the set of hook lists admitted for one call (R85).

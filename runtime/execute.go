@@ -49,6 +49,7 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *scopeSt
 	defer r.exit(&x.cctx)
 	r.initExec(s, &x.cctx, node, call)
 	if len(raw) > 0 {
+		s.fromText = true
 		if bound := r.cfg.argBound(); len(raw) > bound {
 			s.argsOver = len(raw)
 		} else if b, err := jsonv.AppendCanonical(nil, raw); err == nil {

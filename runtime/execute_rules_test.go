@@ -549,7 +549,7 @@ func TestExecute_R47_LosslessJSONAcceptedValues(t *testing.T) {
 		in   any
 		want string
 	}{
-		"nil":         {nil, `null`},
+		"nil":         {nil, `{}`}, // absent arguments are {} (R45)
 		"bool":        {true, `true`},
 		"string":      {"héllo", `"héllo"`},
 		"float":       {1.5, `1.5`},
@@ -593,10 +593,23 @@ func TestExecute_R47_R48_NonLosslessArgumentsRejected(t *testing.T) {
 		"twoValues":  json.RawMessage(`1 2`),
 		"typedSlice": []string{"a"},
 	}
+	// R48: a Go type outside R47's set is named; JSON text that does not
+	// parse says where (TestArgs_R48_RefusalNamesTheTypeOrTheSyntaxError).
+	const msg = "tool execution arguments must be losslessly JSON-serializable"
+	const use = " are not lossless JSON (use map[string]any, []any or json.RawMessage)"
+	why := map[string]string{
+		"struct":     ": arguments of type runtime_test.st" + use,
+		"pointer":    ": arguments of type *int" + use,
+		"typedMap":   ": arguments of type map[string]int" + use,
+		"func":       ": arguments of type func()" + use,
+		"chan":       ": arguments of type chan int" + use,
+		"typedSlice": ": arguments of type []string" + use,
+		"badRaw":     ": the argument text is not valid JSON: it ends at byte 5 before the value is complete (truncated?)",
+		"twoValues":  ": the argument text is not valid JSON: invalid character '2' after top-level value at byte offset 2",
+	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
-			r3Plain(t, r3Exec(t, s, context.Background(), r3Call("t", in)),
-				"tool execution arguments must be losslessly JSON-serializable")
+			r3Plain(t, r3Exec(t, s, context.Background(), r3Call("t", in)), msg+why[name])
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -50,12 +51,47 @@ func safeCode(c Coded) (s Code) {
 }
 
 // argsFailure is R48's failure: the argument text was over bound bytes long
-// (n > 0: its length), or the arguments are not lossless JSON.
-func argsFailure(n, bound int) *Result {
+// (n > 0: its length), or the arguments are not lossless JSON (why, when
+// not empty, says how: argsRefusal).
+func argsFailure(n, bound int, why string) *Result {
 	if n > 0 {
 		return argsTooLarge(n, bound)
 	}
-	return failureFromMessage("tool execution arguments must be losslessly JSON-serializable", nil)
+	const msg = "tool execution arguments must be losslessly JSON-serializable"
+	if why != "" {
+		return failureFromMessage(msg+": "+why, nil)
+	}
+	return failureFromMessage(msg, nil)
+}
+
+// argsRefusal says why arguments v failed the snapshot, for R48's message:
+// a Go type outside R47's set is named, JSON text that does not parse
+// says where. A value of an accepted type that holds something refused
+// (NaN, -0, a cycle, a typed map inside a map[string]any) gets "".
+func argsRefusal(v any) string {
+	switch a := v.(type) {
+	case json.RawMessage:
+		return syntaxNote(a)
+	case nil, bool, string, float64, json.Number, []any, map[string]any,
+		int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr:
+		return ""
+	}
+	return fmt.Sprintf("arguments of type %T are not lossless JSON (use map[string]any, []any or json.RawMessage)", v)
+}
+
+// syntaxNote says where JSON text breaks, so whoever wrote it (a model, a
+// caller) can fix it; "" when encoding/json parses it.
+func syntaxNote(text []byte) string {
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal(text, &v); !errors.As(err, &se) {
+		return ""
+	}
+	if se.Error() == "unexpected end of JSON input" {
+		return fmt.Sprintf("the argument text is not valid JSON: it ends at byte %d before the value is complete (truncated?)", len(text))
+	}
+	// Offset counts the bytes read, the bad one included.
+	return fmt.Sprintf("the argument text is not valid JSON: %s at byte offset %d", se.Error(), se.Offset-1)
 }
 
 func denial(reason string) *Result { return failureFromMessage(reason, nil) }

@@ -47,7 +47,7 @@ func (r *Registry) pipeline(s *execState, g admitter) *Result {
 // the candidate result and whether it is a post result.
 func (r *Registry) preDispatch(s *execState, h hookLists) (res *Result, post bool) {
 	if s.args == nil {
-		return argsFailure(s.argsOver, r.cfg.argBound()), false // R48: wins over everything
+		return argsFailure(s.argsOver, r.cfg.argBound(), s.argsWhy), false // R48: wins over everything
 	}
 	if s.ctx().Err() != nil {
 		return abortedBeforeDispatch(), false // R79

@@ -450,6 +450,8 @@ func (tr *turnRun) classify(i int) {
 		}
 		r.initExec(tc.s, tr.ctx, tr.node, call)
 		tc.s.host = tr.o.host
+		tc.s.fromText = true
+		_, tc.s.badText = call.Arguments.(string)
 		switch {
 		case over:
 			tc.s.argsOver = len(c.ArgumentsText)

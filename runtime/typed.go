@@ -224,7 +224,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		// classification already checked the same bytes against pschema.
 		if rc == nil || rc.s == nil || rc.s.argsChecked != pschema {
 			if v := pschema.Validate(args, ""); len(v) > 0 {
-				return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+strings.Join(v, "; "))
+				return nil, NewError(NameToolArgs, CodeInvalidArgs, "invalid arguments: "+typedArgsMessage(rc, args, v))
 			}
 		}
 		var in In
@@ -348,3 +348,32 @@ func plainValue(v any) any {
 // put the canonical output in its execution (execState.typedOut). Boxing a
 // zero-size value allocates nothing.
 type typedOutMarker struct{}
+
+// typedArgsMessage words R105's violations of args: turn text that is not
+// valid JSON (R91) is reported as such, with where it breaks, instead of
+// as a string that is not an object; a Go string holding JSON text gets
+// a hint to pass json.RawMessage.
+func typedArgsMessage(rc *RunContext, args json.RawMessage, violations []string) string {
+	msg := strings.Join(violations, "; ")
+	if len(args) == 0 || args[0] != '"' {
+		return msg
+	}
+	var fromText, badText bool
+	if rc != nil && rc.s != nil {
+		fromText, badText = rc.s.fromText, rc.s.badText
+	}
+	var text string
+	if json.Unmarshal(args, &text) != nil {
+		return msg
+	}
+	if badText {
+		if note := syntaxNote([]byte(text)); note != "" {
+			return note
+		}
+		return msg
+	}
+	if t := strings.TrimSpace(text); !fromText && t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		return msg + " (the arguments are a Go string holding JSON text: pass json.RawMessage(text) for JSON text)"
+	}
+	return msg
+}
