@@ -89,7 +89,11 @@
 // # Observability
 //
 // Registry.Subscribe delivers typed events (calls, turns, registry changes)
-// asynchronously through a bounded buffer. WithHooks is the one seam every
+// asynchronously through a bounded buffer (WithBuffer). An event that finds
+// it full is dropped and counted (Subscription.Dropped); the first drop of a
+// subscription is reported once through the error handler
+// (ErrEventsDropped) and logged through the registry's logger, or
+// slog.Default() when WithLogger is not given. WithHooks is the one seam every
 // observer hangs off: optional functions called in place at each point of a
 // call (its start, which may give the call a ctx, each stage, its finish and
 // end), of a turn and of the registry, in the shape of

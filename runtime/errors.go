@@ -10,6 +10,10 @@ import (
 var (
 	// ErrClosed is returned by every method of a registry after Close.
 	ErrClosed = errors.New("runtime: registry closed")
+	// ErrEventsDropped is what the error handler receives, once per
+	// subscription, when an event first finds a subscriber's buffer full
+	// (Subscribe); Subscription.Dropped counts the rest.
+	ErrEventsDropped = errors.New("runtime: event subscriber dropped events")
 	// ErrScopeDisposed is returned by mutating methods of a disposed scope
 	// handle or owner group (R7).
 	ErrScopeDisposed = errors.New("runtime: scope disposed")

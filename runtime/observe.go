@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,8 +142,12 @@ type Subscription struct {
 // started and finished (a turn's synthetic aborted calls included, R97),
 // turns started and finished, and registry changes. Delivery is
 // asynchronous, in order, on a goroutine of the subscription's own, through
-// a bounded buffer: a slow subscriber never stalls a call — events that
-// find its buffer full are dropped and counted — and a panicking one is
+// a bounded buffer (WithBuffer): a slow subscriber never stalls a call —
+// events that find its buffer full are dropped and counted
+// (Subscription.Dropped), the first drop of each subscription reported once
+// through the error handler (ErrEventsDropped) and logged as a warning
+// through the registry's logger, or slog.Default() without WithLogger —
+// and a panicking one is
 // contained (reported through the error handler and logger) and keeps
 // receiving. A call decides at entry whether anyone subscribes, so a
 // subscriber that joins mid-call may miss that call's events, never one of
@@ -265,7 +270,7 @@ func deliverTyped(subs []*Subscription, e Event) {
 		default:
 			if s.dropped.Add(1) == 1 {
 				// Once per subscription: the count says the rest.
-				s.reg.logger.Warn("toolscope: an event subscriber's buffer is full; dropping events (see Subscription.Dropped)", "kind", e.Kind.String())
+				s.reg.reportDrop(e.Kind)
 			}
 		}
 	}
@@ -332,5 +337,25 @@ func (r *Registry) emitTurn(kind EventKind, tr *turnRun, res *TurnResult, err er
 func (r *Registry) emitChanged() {
 	if subs := r.typedListeners(); len(subs) > 0 {
 		deliverTyped(subs, Event{Kind: RegistryChanged, At: r.now()})
+	}
+}
+
+// reportDrop reports a subscription's first dropped event where a user
+// sees it by default: through the error handler (ErrEventsDropped, the
+// registry's channel for what it absorbs) and as a warning through the
+// registry's logger — or slog.Default() when WithLogger was not given,
+// since the registry's own logger then discards everything. Once per
+// subscription, so the noise stays bounded.
+func (r *Registry) reportDrop(kind EventKind) {
+	l := r.logger
+	if r.defaultLog {
+		l = slog.Default()
+	}
+	l.Warn("toolscope: an event subscriber's buffer is full; dropping events (see Subscription.Dropped, WithBuffer)", "kind", kind.String())
+	if h := r.cfg.errorHandler; h != nil {
+		func() {
+			defer func() { _ = recover() }()
+			h(fmt.Errorf("%w: the first was %v (Subscription.Dropped counts them)", ErrEventsDropped, kind))
+		}()
 	}
 }

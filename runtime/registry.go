@@ -33,6 +33,9 @@ type Registry struct {
 	// subs are the typed event subscriptions (observe.go), copy on write.
 	subsMu sync.Mutex
 	subs   atomic.Pointer[[]*Subscription]
+	// defaultLog: no WithLogger was given, so a subscription's first drop
+	// is logged through slog.Default() (observe.go).
+	defaultLog bool
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -139,15 +142,17 @@ func New(opts ...Option) (*Registry, error) {
 			return nil, err
 		}
 	}
-	if cfg.logger == nil {
+	defaultLog := cfg.logger == nil
+	if defaultLog {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Registry{
-		cfg:       cfg,
-		logger:    cfg.logger,
-		scopes:    map[string]*scopeRecord{},
-		closeDone: make(chan struct{}),
-		workers:   newWorkerPool(64),
+		defaultLog: defaultLog,
+		cfg:        cfg,
+		logger:     cfg.logger,
+		scopes:     map[string]*scopeRecord{},
+		closeDone:  make(chan struct{}),
+		workers:    newWorkerPool(64),
 	}
 	r.life.init()
 	r.installHooks()
