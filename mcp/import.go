@@ -586,7 +586,8 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool
 		if im.closeCtx.Err() != nil {
 			// Close ran meanwhile (say from a subscriber): the group is
 			// disposed, so a registration was refused with
-			// runtime.ErrScopeDisposed.
+			// runtime.ErrScopeDisposed (runtime.ErrClosed once the
+			// registry is closed).
 			return ErrImportClosed
 		}
 		return err
@@ -726,8 +727,8 @@ func (im *Imported) apply(listed []*sdk.Tool) error {
 		var dispose func()
 		im.announce(func() { dispose, err = im.group.Register(def) })
 		if err != nil {
-			if errors.Is(err, runtime.ErrScopeDisposed) {
-				return err
+			if errors.Is(err, runtime.ErrScopeDisposed) || errors.Is(err, runtime.ErrClosed) {
+				return err // the group was disposed, or the registry closed
 			}
 			skipped = append(skipped, Skipped{Tool: w.tool.Name, Reason: err.Error()})
 			if !errors.Is(err, runtime.ErrDuplicate) && !errors.Is(err, runtime.ErrInvalidDefinition) && runtimeCode(err) != runtime.CodeUnsupportedSchema && firstErr == nil {

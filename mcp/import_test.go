@@ -729,6 +729,15 @@ func TestImport_Errors(t *testing.T) {
 	if _, err := mcp.Import(context.Background(), scope, c.session); !errors.Is(err, runtime.ErrScopeDisposed) {
 		t.Fatalf("Import into a disposed scope: %v", err)
 	}
+	// Into a scope of a closed registry: ErrClosed, as the runtime says
+	// after Close (N5, issue 25).
+	live, _ := reg.NewScope("live")
+	if err := reg.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mcp.Import(context.Background(), live, c.session); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Import into a scope of a closed registry: %v", err)
+	}
 }
 
 // hangingList makes the server's tools/list hang until its ctx ends while

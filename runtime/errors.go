@@ -8,14 +8,15 @@ import (
 // Sentinel errors returned by registry methods. Validation failures wrap
 // one of them (test with errors.Is) and carry the contract's wording.
 var (
-	// ErrClosed is returned by every method of a registry after Close.
+	// ErrClosed is returned by every method of a registry after Close,
+	// including the mutating methods of its scope handles (N5).
 	ErrClosed = errors.New("runtime: registry closed")
 	// ErrEventsDropped is what the error handler receives, once per
 	// subscription, when an event first finds a subscriber's buffer full
 	// (Subscribe); Subscription.Dropped counts the rest.
 	ErrEventsDropped = errors.New("runtime: event subscriber dropped events")
 	// ErrScopeDisposed is returned by mutating methods of a disposed scope
-	// handle or owner group (R7).
+	// handle or owner group (R7); after Close they return ErrClosed.
 	ErrScopeDisposed = errors.New("runtime: scope disposed")
 	// ErrScopeExists is returned by NewScope for a key that is live.
 	ErrScopeExists = errors.New("runtime: scope already exists")

@@ -206,6 +206,16 @@ func (r *Registry) Scope(key string) (*Scope, bool) {
 	return record.live, true
 }
 
+// disposedErr turns the ErrScopeDisposed of a handle that Close disposed
+// into ErrClosed: after Close every method says the registry is closed
+// (N5), not that one of its scopes was disposed.
+func (r *Registry) disposedErr(err error) error {
+	if err == ErrScopeDisposed && r.closed.Load() {
+		return ErrClosed
+	}
+	return err
+}
+
 func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed

@@ -318,8 +318,11 @@ func (s *Scope) NewScope(key string) (*Scope, error) {
 // the same layer but are disposed together by the group's Dispose, or with
 // the scope.
 func (s *Scope) Group() (*Scope, error) {
+	if s.reg.closed.Load() {
+		return nil, ErrClosed
+	}
 	if err := s.own.begin(); err != nil {
-		return nil, err
+		return nil, s.reg.disposedErr(err)
 	}
 	defer s.own.end()
 	g := &Scope{reg: s.reg, node: s.node, record: s.record, state: s.state, own: &owner{}, group: true}
@@ -404,6 +407,53 @@ func (s *Scope) Register(def Definition) (func(), error) {
 	}, func(l *core.Layer) (*core.Layer, bool) { return l.RemoveTool(td.name, id) })
 }
 
+// RegisterAll adds every definition to the handle's layer, all or nothing
+// (docs/contract.md#r15): each is validated as Register validates it, and
+// if any fails validation, or a name clashes with a live tool or with
+// another name of the batch, nothing is registered and the error names the
+// definition (errors.Is and errors.As see Register's error through it).
+// Otherwise the tools appear in one step, with one change notification,
+// and the one returned disposer removes them all. It is the form for setup
+// code: one error to check however many tools.
+func (s *Scope) RegisterAll(defs ...Definition) (func(), error) {
+	tds := make([]*toolDef, len(defs))
+	for i, def := range defs {
+		td, err := newToolDef(def, s.reg.cfg.schemaBound())
+		if err != nil {
+			return nil, fmt.Errorf("RegisterAll: definition %d (%q): %w", i, def.Name, err)
+		}
+		tds[i] = td
+	}
+	ids := make([]uint64, len(tds))
+	for i := range tds {
+		ids[i] = s.reg.nextID()
+	}
+	global := s.record == nil
+	return s.register(s, len(tds) > 0, func(l *core.Layer) (*core.Layer, error) {
+		for i, td := range tds {
+			next, _, ok := l.AddTool(core.Entry{ID: ids[i], Name: td.name, Payload: td})
+			if !ok {
+				where := "in this scope"
+				if global {
+					where = "globally"
+				}
+				return nil, fmt.Errorf("RegisterAll: definition %d (%q): %w: tool %q is already registered %s (or earlier in the batch); nothing was registered", i, td.name, ErrDuplicate, td.name, where)
+			}
+			l = next
+		}
+		return l, nil
+	}, func(l *core.Layer) (*core.Layer, bool) {
+		changed := false
+		for i := len(tds) - 1; i >= 0; i-- {
+			next, ok := l.RemoveTool(tds[i].name, ids[i])
+			if ok {
+				l, changed = next, true
+			}
+		}
+		return l, changed
+	})
+}
+
 // Restrict filters what the scope inherits (docs/contract.md#restrict). It is only for agent
 // scopes (R20); validation follows R21. Names are copied and evaluated
 // against the live inherited set on every read (R25).
@@ -449,11 +499,11 @@ func (s *Scope) Restrict(r Restriction) (func(), error) {
 // (R28, R84): their disposer notifies nothing either.
 func (s *Scope) register(target *Scope, announce bool, add func(*core.Layer) (*core.Layer, error), remove func(*core.Layer) (*core.Layer, bool)) (func(), error) {
 	if err := s.own.begin(); err != nil {
-		return nil, err
+		return nil, s.reg.disposedErr(err)
 	}
 	if err := target.apply(add); err != nil {
 		s.own.end()
-		return nil, err
+		return nil, s.reg.disposedErr(err)
 	}
 	g := &registration{reg: s.reg, remove: func(*teardownState) bool {
 		changed := false

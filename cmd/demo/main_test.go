@@ -432,3 +432,50 @@ func TestBadTelemetryFlags(t *testing.T) {
 		}
 	}
 }
+
+// The summary says "1 turn", not "1 turns" (issue 25), and names the -json
+// file next to the timeline.
+func TestSummary_CountsAndFiles(t *testing.T) {
+	var b strings.Builder
+	(&Summary{Turns: 1, Redacted: 1, Programs: 1, CodeAgents: []string{"r"}, Total: AgentStats{Calls: 1},
+		Timeline: "out/timeline.html", Events: "out/events.jsonl"}).WriteTable(&b, true)
+	out := b.String()
+	for _, want := range []string{"\n1 turn (", "1 secret redacted", "1 run_code program made", "1 call in", "timeline: out/timeline.html", "events (-json): out/events.jsonl"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	(&Summary{Turns: 2, Total: AgentStats{Calls: 2}}).WriteTable(&b, true)
+	if out := b.String(); !strings.Contains(out, "\n2 turns (") || !strings.Contains(out, "2 calls in") || strings.Contains(out, "events") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// The run's own summary names the -json file it wrote.
+func TestSummary_NamesTheJSONFile(t *testing.T) {
+	events := filepath.Join(t.TempDir(), "events.jsonl")
+	var out strings.Builder
+	if _, err := run(context.Background(), config{Seed: 1, Agents: 1, Turns: 1, JSONFile: events}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "events (-json): "+events) {
+		t.Errorf("stdout does not name %s:\n%s", events, out.String())
+	}
+}
+
+// -metrics-hold says which flag it lacks, or that its value is wrong.
+func TestBadFlags_MetricsHoldSaysWhatIsMissing(t *testing.T) {
+	for _, c := range []struct {
+		cfg       config
+		want, not string
+	}{
+		{config{Agents: 1, Turns: 1, MetricsHold: 30 * time.Second}, "needs -metrics ADDR, which is missing", "negative"},
+		{config{Agents: 1, Turns: 1, MetricsAddr: "127.0.0.1:0", MetricsHold: -1}, "must not be negative", "missing"},
+	} {
+		_, err := run(context.Background(), c.cfg, new(strings.Builder))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.not) {
+			t.Errorf("%+v: error %v, want one saying %q", c.cfg, err, c.want)
+		}
+	}
+}

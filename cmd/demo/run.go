@@ -154,8 +154,8 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MetricsHold < 0 || (cfg.MetricsHold > 0 && cfg.MetricsAddr == "") {
-		return nil, fmt.Errorf("-metrics-hold needs -metrics and a duration >= 0, got %v", cfg.MetricsHold)
+	if err := checkMetricsHold(cfg); err != nil {
+		return nil, err
 	}
 	tel, telOpts, err := startTelemetry(cfg)
 	if err != nil {
@@ -392,6 +392,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		if err := writeEvents(cfg.JSONFile, raw); err != nil {
 			return nil, err
 		}
+		sum.Events = cfg.JSONFile
 	}
 	if cfg.OutDir != "" {
 		if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
@@ -404,6 +405,18 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	}
 	sum.WriteTable(stdout, true)
 	return sum, tel.report(ctx, cfg, stdout)
+}
+
+// checkMetricsHold says which part of -metrics-hold is wrong: the flag it
+// needs, or its value.
+func checkMetricsHold(cfg config) error {
+	switch {
+	case cfg.MetricsHold < 0:
+		return fmt.Errorf("-metrics-hold must not be negative, got %v", cfg.MetricsHold)
+	case cfg.MetricsHold > 0 && cfg.MetricsAddr == "":
+		return fmt.Errorf("-metrics-hold %v needs -metrics ADDR, which is missing: it keeps serving /metrics after the run, so give the address to serve on (e.g. -metrics 127.0.0.1:9090 -metrics-hold %v)", cfg.MetricsHold, cfg.MetricsHold)
+	}
+	return nil
 }
 
 // programCalls is how many calls a run_code result's program made (its

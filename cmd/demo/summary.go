@@ -51,6 +51,7 @@ type Summary struct {
 	Programs, ProgramCalls int
 	Elapsed                time.Duration
 	Timeline               string // path of timeline.html, if written
+	Events                 string // path of the -json events file, if written
 }
 
 // summarize folds the call records into per-agent rows, in plan order.
@@ -184,18 +185,30 @@ func (s *Summary) WriteTable(w io.Writer, timings bool) {
 	}
 	line("total", s.Total)
 	tw.Flush()
-	fmt.Fprintf(w, "\n%d turns (%d cancelled by the user, %d of their calls never dispatched) · %d secrets redacted · approver: %d allowed, %d rejected\n",
-		s.Turns, s.Cancelled, s.NeverStarted, s.Redacted, s.Approved, s.Rejected)
+	fmt.Fprintf(w, "\n%s (%d cancelled by the user, %d of their calls never dispatched) · %s redacted · approver: %d allowed, %d rejected\n",
+		count(s.Turns, "turn"), s.Cancelled, s.NeverStarted, count(s.Redacted, "secret"), s.Approved, s.Rejected)
 	if len(s.CodeAgents) > 0 {
-		fmt.Fprintf(w, "code mode (%s): %d run_code programs made %d of the calls\n", strings.Join(s.CodeAgents, ", "), s.Programs, s.ProgramCalls)
+		fmt.Fprintf(w, "code mode (%s): %s made %d of the calls\n", strings.Join(s.CodeAgents, ", "), count(s.Programs, "run_code program"), s.ProgramCalls)
 	}
 	if timings {
-		fmt.Fprintf(w, "seed %d · %d calls in %s", s.Seed, s.Total.Calls, ms(s.Elapsed))
+		fmt.Fprintf(w, "seed %d · %s in %s", s.Seed, count(s.Total.Calls, "call"), ms(s.Elapsed))
 		if s.Timeline != "" {
 			fmt.Fprintf(w, " · timeline: %s", s.Timeline)
 		}
+		if s.Events != "" {
+			fmt.Fprintf(w, " · events (-json): %s", s.Events)
+		}
 		fmt.Fprintln(w)
 	}
+}
+
+// count writes n with word, in the plural unless n is 1 ("1 turn",
+// "2 turns").
+func count(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // Golden is the timing-free rendering of the summary.
