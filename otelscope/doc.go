@@ -15,8 +15,9 @@
 //
 // Traces: a call is a span named "execute_tool <tool>", kind INTERNAL, with
 // gen_ai.operation.name=execute_tool, gen_ai.tool.name, gen_ai.tool.call.id,
-// gen_ai.tool.description, toolscope.mode (parallel or exclusive, once
-// classified), and error.type (the result's code; "denied" or "tool_error"
+// gen_ai.tool.description, toolscope.scope (the scope key the call runs
+// for; none in the global view), toolscope.mode (parallel or exclusive,
+// once classified), and error.type (the result's code; "denied" or "tool_error"
 // for an uncoded failure) with an Error status on failure. The caller's ctx
 // span is the parent; a nested call's span is a child of its parent
 // execution's span (the body's ctx carries it); a turn is an "execute_turn"

@@ -58,13 +58,14 @@ func spanOf(ex runtime.Execution) *callSpan {
 }
 
 func (t *tracer) callStart(ctx context.Context, c runtime.CallInfo) context.Context {
+	attrs := [4]attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", c.Tool),
+		attribute.String("gen_ai.tool.call.id", c.CallID),
+	}
 	ctx, span := t.t.Start(ctx, "execute_tool "+c.Tool,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(
-			attribute.String("gen_ai.operation.name", "execute_tool"),
-			attribute.String("gen_ai.tool.name", c.Tool),
-			attribute.String("gen_ai.tool.call.id", c.CallID),
-		))
+		trace.WithAttributes(withScope(attrs[:3], c.Scope)...))
 	cs := &callSpan{Context: ctx, span: span, recording: span.IsRecording()}
 	if cs.recording {
 		// The first stage begins when the span did. (Read here rather
@@ -171,16 +172,27 @@ func (t *tracer) callEnd(ex runtime.Execution, d runtime.CallDone) {
 	span.End()
 }
 
+// withScope appends the scope key the call runs for as toolscope.scope (the
+// attribute turn spans carry too), so a lone Execute can be traced to its
+// agent; a call in the global view ("") gets none. attrs has room for it.
+func withScope(attrs []attribute.KeyValue, scope string) []attribute.KeyValue {
+	if scope == "" {
+		return attrs
+	}
+	return append(attrs, attribute.String("toolscope.scope", scope))
+}
+
 // callAborted records a turn's call that never started (R97).
 func (t *tracer) callAborted(ctx context.Context, c runtime.CallInfo) {
+	attrs := [5]attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.name", c.Tool),
+		attribute.String("gen_ai.tool.call.id", c.CallID),
+		attribute.String("error.type", string(runtime.CodeAbortedBeforeDispatch)),
+	}
 	_, span := t.t.Start(ctx, "execute_tool "+c.Tool,
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(
-			attribute.String("gen_ai.operation.name", "execute_tool"),
-			attribute.String("gen_ai.tool.name", c.Tool),
-			attribute.String("gen_ai.tool.call.id", c.CallID),
-			attribute.String("error.type", string(runtime.CodeAbortedBeforeDispatch)),
-		))
+		trace.WithAttributes(withScope(attrs[:4], c.Scope)...))
 	span.SetStatus(codes.Error, "tool call aborted before dispatch")
 	span.End()
 }

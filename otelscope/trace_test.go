@@ -67,6 +67,7 @@ func TestTrace_SpanTreeOfATurn(t *testing.T) {
 		assert.Equal(t, turn.SpanContext().SpanID(), sp.Parent().SpanID(), "call %s is a child of the turn", id)
 		assert.Equal(t, trace.SpanKindInternal, sp.SpanKind())
 		assert.Equal(t, "execute_tool", spanAttrs(sp)["gen_ai.operation.name"])
+		assert.Equal(t, "agent", spanAttrs(sp)["toolscope.scope"], "call %s names its scope", id)
 		assert.Equal(t, root.SpanContext().TraceID(), sp.SpanContext().TraceID())
 	}
 	assert.Equal(t, byCall["5"].SpanContext().SpanID(), byCall["inner"].Parent().SpanID(), "the nested call is a child of its parent execution")
@@ -293,4 +294,27 @@ func ExampleWithTracerProvider() {
 	// execute_tool search (parent "execute_turn") [] [pre_execute guards admitted dispatch post_execute observers]
 	// execute_tool fetch (parent "execute_turn") [UNKNOWN_TOOL] [pre_execute guards admitted dispatch post_execute observers]
 	// execute_turn (parent "") [] []
+}
+
+// A lone Execute's span names the scope it ran for (toolscope.scope, as a
+// turn's span does), so it can be traced to its agent without a turn around
+// it; a call in the global view carries no scope (issue 25, item 10).
+func TestTrace_CallSpanNamesItsScope(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reg := r3Reg(t, runtime.WithHooks(otelscope.Hooks(otelscope.WithTracerProvider(tp))))
+	s := r3Scope(t, reg, "agent-7")
+	registerEveryKind(s)
+	registerEveryKind(reg.Global())
+	require.False(t, s.Execute(context.Background(), runtime.Call{ID: "a", Name: "par"}).IsError())
+	require.False(t, reg.Global().Execute(context.Background(), runtime.Call{ID: "g", Name: "par"}).IsError())
+	got := map[string]map[string]string{}
+	for _, sp := range rec.Ended() {
+		a := spanAttrs(sp)
+		got[a["gen_ai.tool.call.id"]] = a
+	}
+	require.Contains(t, got, "a")
+	require.Contains(t, got, "g")
+	assert.Equal(t, "agent-7", got["a"]["toolscope.scope"])
+	assert.NotContains(t, got["g"], "toolscope.scope")
 }
