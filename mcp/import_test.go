@@ -626,7 +626,6 @@ func TestImport_SessionClosedByServer(t *testing.T) {
 	requireGone(t, reg.Global(), im)
 }
 
-
 // A JSON-RPC error (the server no longer has the tool, and no re-sync has
 // happened) is MCP_ERROR.
 func TestImport_ProtocolError(t *testing.T) {
