@@ -132,8 +132,8 @@ type Step[M any] struct {
 // after the step's reply and its tool results — never between a call and
 // its result — and the loop asks the model again even when the reply had
 // no calls or its turn concluded (R99: steering that arrives overrides the
-// conclusion). The step limit still holds. A hook that steers and stops
-// in the same call has its messages dropped.
+// conclusion). The step limit still holds. When a hook stops the loop, the
+// messages steered in that step and not yet appended are dropped.
 func (s *Step[M]) Steer(msgs ...M) { s.steer = append(s.steer, msgs...) }
 
 // WithHooks adds hooks to Run. M must be the model's message type; Run

@@ -164,7 +164,7 @@ func (im *Imported) recover(l *link, cause error) error {
 				return nil // closed meanwhile
 			}
 			if l.own {
-				_ = l.cs.Close()
+				go l.cs.Close() // gone already; graceful, so never waited for here
 			}
 			// The tools are listed anew on the new session. If it ends
 			// meanwhile, its own loss starts the next recovery.
