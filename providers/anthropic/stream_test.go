@@ -1,17 +1,22 @@
 package anthropic_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/anthropic"
 )
 
 // usageJSON is the usage of the scripted messages below: cache writes
@@ -152,4 +157,61 @@ func TestModel_Item9_HostileStreamsFailWithACodedError(t *testing.T) {
 	if _, err := newModel(t, s).WithMaxReplyBytes(16<<10).Generate(context.Background(), []sdk.MessageParam{userText("x")}, nil, false); !errors.Is(err, agent.ErrReplyTooLarge) {
 		t.Fatalf("non-streaming: error %v", err)
 	}
+}
+
+// sseTransport answers every request with body as a text/event-stream,
+// in memory.
+type sseTransport struct{ body []byte }
+
+func (st sseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}}, ContentLength: int64(len(st.body)),
+		Body: io.NopCloser(bytes.NewReader(st.body)), Request: r}, nil
+}
+
+// FuzzGenerateStream feeds a hostile Messages stream to GenerateStream:
+// never a panic; it fails with one of the agent's stream errors (or the
+// API's own error event), or succeeds with a reply whose text blocks are
+// exactly the deltas delivered, in order.
+func FuzzGenerateStream(f *testing.F) {
+	f.Add([]byte(streamed("end_turn", []string{"a", "b"}, "toolu_1", "read", `{"path":"x"}`)))
+	f.Add([]byte(streamed("tool_use", nil, "toolu_1", "read", `{}`)))
+	f.Add([]byte(sse("error", `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`)))
+	f.Add([]byte("event: message_start\ndata: {\n\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		client := sdk.NewClient(option.WithBaseURL("http://model.invalid/"), option.WithAPIKey("k"), option.WithMaxRetries(0),
+			option.WithHTTPClient(&http.Client{Transport: sseTransport{body}}))
+		m, err := anthropic.New(client, sdk.MessageNewParams{Model: "m", MaxTokens: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var deltas strings.Builder
+		reply, err := m.WithMaxReplyBytes(1<<16).GenerateStream(context.Background(), []sdk.MessageParam{userText("x")}, nil, false,
+			func(d string) { deltas.WriteString(d) })
+		var apiErr *sdk.Error
+		switch {
+		case err == nil:
+		case errors.Is(err, agent.ErrStreamIncomplete), errors.Is(err, agent.ErrStreamMalformed),
+			errors.Is(err, agent.ErrReplyTooLarge), errors.As(err, &apiErr):
+			return
+		default:
+			t.Fatalf("uncoded error: %v", err)
+		}
+		var text strings.Builder
+		for _, msg := range reply.Messages {
+			for _, b := range msg.OfAssistant.Content {
+				if b.OfText != nil {
+					text.WriteString(b.OfText.Text)
+				}
+			}
+		}
+		if text.String() != deltas.String() {
+			t.Fatalf("reply text %q, deltas %q", text.String(), deltas.String())
+		}
+	})
 }

@@ -1,13 +1,18 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolscope/toolscope/agent"
@@ -222,4 +227,69 @@ func TestChat_Item9_HugeReplyBodyTooLarge(t *testing.T) {
 	if _, err := openai.NewChatModel(client, oai.ChatCompletionNewParams{Model: "m"}).Generate(context.Background(), nil, nil, false); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sseTransport answers every request with body as a text/event-stream,
+// in memory.
+type sseTransport struct{ body []byte }
+
+func (st sseTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": {"text/event-stream"}}, ContentLength: int64(len(st.body)),
+		Body: io.NopCloser(bytes.NewReader(st.body)), Request: r}, nil
+}
+
+// sseBody renders a scripted reply's events as the wire carries them.
+func sseBody(reply wire.Reply) []byte {
+	var b bytes.Buffer
+	for _, ev := range reply(map[string]any{"model": "m"}).(wire.Events).Events {
+		data, ok := ev.Data.(string)
+		if !ok {
+			j, _ := json.Marshal(ev.Data)
+			data = string(j)
+		}
+		if ev.Name != "" {
+			b.WriteString("event: " + ev.Name + "\n")
+		}
+		b.WriteString("data: " + data + "\n\n")
+	}
+	return b.Bytes()
+}
+
+// FuzzChatGenerateStream feeds a hostile Chat Completions stream to
+// GenerateStream: never a panic; it fails with one of the agent's stream
+// errors (or the API's error event), or succeeds with a reply whose
+// content is exactly the deltas delivered, in order.
+func FuzzChatGenerateStream(f *testing.F) {
+	f.Add(sseBody(wire.ChatStream("stop", []string{"a", "b"}, wire.Call{ID: "c", Name: "echo", Arguments: `{"text":"x"}`})))
+	f.Add(sseBody(wire.ChatStream("tool_calls", nil)))
+	f.Add([]byte("data: {\"error\":{\"message\":\"busy\"}}\n\n"))
+	f.Add([]byte("data: {\n\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		client := oai.NewClient(option.WithBaseURL("http://model.invalid/"), option.WithAPIKey("k"), option.WithMaxRetries(0),
+			option.WithHTTPClient(&http.Client{Transport: sseTransport{body}}))
+		m := openai.NewChatModel(&client, oai.ChatCompletionNewParams{Model: "m"}).WithMaxReplyBytes(1 << 16)
+		var deltas strings.Builder
+		reply, err := m.GenerateStream(context.Background(), nil, nil, false, func(d string) { deltas.WriteString(d) })
+		var se *ssestream.StreamError
+		switch {
+		case err == nil:
+		case errors.Is(err, agent.ErrStreamIncomplete), errors.Is(err, agent.ErrStreamMalformed),
+			errors.Is(err, agent.ErrReplyTooLarge), errors.As(err, &se):
+			return
+		default:
+			t.Fatalf("uncoded error: %v", err)
+		}
+		if len(reply.Messages) != 1 || reply.Messages[0].OfAssistant == nil {
+			t.Fatalf("reply %+v", reply)
+		}
+		if got := reply.Messages[0].OfAssistant.Content.OfString.Value; got != deltas.String() {
+			t.Fatalf("reply content %q, deltas %q", got, deltas.String())
+		}
+	})
 }
