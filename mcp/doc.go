@@ -60,7 +60,10 @@
 //
 // A server that goes away ends its import: when the session ends (the
 // server closed it, its process died, its transport broke, or the program
-// closed it) or a call finds it closed for good, the calls in flight are
+// closed it), a call finds it closed for good, or WithUnreachableAfter's
+// count of requests in a row cannot reach the server (what a streamable
+// HTTP session whose server is gone gives: it stays open on the client's
+// side), the calls in flight are
 // answered MCP_UNAVAILABLE, the imported tools are disposed (so the model
 // is no longer offered them; OnChange subscribers hear each removal), and
 // the import says so: Imported.Done is closed, Imported.Err wraps

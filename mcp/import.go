@@ -52,8 +52,8 @@ const (
 
 // ImportOption configures Import. The options are WithPrefix, WithAllow,
 // WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout,
-// WithSyncErrorHandler, WithListLimits, WithAllowShadowing, WithEndHandler
-// and WithReconnect.
+// WithSyncErrorHandler, WithListLimits, WithAllowShadowing, WithEndHandler,
+// WithReconnect and WithUnreachableAfter.
 type ImportOption interface{ applyImport(*importConfig) }
 
 type importOptionFunc func(*importConfig)
@@ -75,6 +75,7 @@ type importConfig struct {
 	reconnect    func(ctx context.Context) (*sdk.ClientSession, error)
 	backoff      Backoff
 	reconnectSet bool
+	unreachable  int // WithUnreachableAfter
 }
 
 // WithPrefix puts prefix in front of every server tool name: the server's
@@ -346,10 +347,11 @@ type importedTool struct {
 // import ends too (Done, Err, WithEndHandler): its tools are disposed, a
 // call in flight is answered CodeUnavailable and later ones find no tool
 // (runtime.CodeUnknownTool) — unless WithReconnect makes a new session.
-// (A transport error that does not end the session, such as an HTTP
-// request refused, fails its call with CodeUnavailable and leaves the
-// import as it is.) The import watches the session with a goroutine that
-// ends with the session.
+// A transport error that does not end the session (an HTTP request
+// refused: a streamable HTTP session stays open on the client's side)
+// fails its call with CodeUnavailable; WithUnreachableAfter's count of
+// them in a row (3 by default) counts as the session's end. The import
+// watches the session with a goroutine that ends with the session.
 func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSession, opts ...ImportOption) (*Imported, error) {
 	if ctx == nil {
 		return nil, errors.New("mcp: Import needs a ctx")
@@ -357,7 +359,8 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	if scope == nil || session == nil {
 		return nil, errors.New("mcp: Import needs a scope and a session")
 	}
-	cfg := importConfig{syncTimeout: DefaultSyncTimeout, maxPages: DefaultMaxListPages, maxTools: DefaultMaxListTools}
+	cfg := importConfig{syncTimeout: DefaultSyncTimeout, maxPages: DefaultMaxListPages, maxTools: DefaultMaxListTools,
+		unreachable: DefaultUnreachableAfter}
 	for _, o := range opts {
 		if o != nil {
 			o.applyImport(&cfg)
@@ -641,13 +644,19 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool
 	unhook := context.AfterFunc(im.closeCtx, stop)
 	defer unhook()
 	listed, err := im.list(lctx, l.cs)
+	if err == nil {
+		l.failures.Store(0)
+	}
 	if err != nil {
 		if im.closeCtx.Err() != nil {
 			return im.closedErr()
 		}
 		if !noTools(l.cs, err) {
-			if closedForGood(err) {
+			switch {
+			case closedForGood(err):
 				im.lost(l, err)
+			case isGone(err):
+				im.unreachable(l, err)
 			}
 			return fmt.Errorf("listing tools: %w", err)
 		}

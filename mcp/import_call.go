@@ -115,6 +115,9 @@ func (c *caller) execute(ctx context.Context, args json.RawMessage, rc *runtime.
 	if err != nil {
 		return nil, c.callError(ctx, callCtx, l, err)
 	}
+	if l.failures.Load() != 0 {
+		l.failures.Store(0) // the server answered
+	}
 	if res == nil {
 		return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q returned no result", c.server))
 	}
@@ -266,9 +269,12 @@ func (c *caller) callError(ctx, callCtx context.Context, l *link, err error) err
 	case isGone(err):
 		if closedForGood(err) {
 			c.im.lost(l, err)
+		} else {
+			c.im.unreachable(l, err)
 		}
 		return unavailable(err.Error())
 	}
+	l.failures.Store(0) // the server answered, with an error
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
 		if rpc.Code == jsonrpc.CodeMethodNotFound {

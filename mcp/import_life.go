@@ -80,11 +80,37 @@ func WithEndHandler(h func(err error)) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.onEnd = h })
 }
 
+// DefaultUnreachableAfter is how many requests in a row that cannot reach
+// the server make its session count as ended, when WithUnreachableAfter
+// is not given.
+const DefaultUnreachableAfter = 3
+
+// WithUnreachableAfter makes a session count as ended, as if the server
+// had closed it, once n requests in a row (calls, listings) failed to
+// reach the server with a transport error that does not end the session
+// itself — what a streamable HTTP session gives when its server is gone
+// (connection refused, reset): the session stays open on the client's
+// side, so without this every call would fail with CodeUnavailable
+// forever. Any answer from the server resets the count. The default is
+// DefaultUnreachableAfter; n ≤ 0 turns it off.
+func WithUnreachableAfter(n int) ImportOption {
+	return importOptionFunc(func(c *importConfig) { c.unreachable = n })
+}
+
 // link is one session of an import, and whether it was seen closed.
 type link struct {
-	cs   *sdk.ClientSession
-	own  bool // made by WithReconnect's connect: the import closes it
-	gone atomic.Bool
+	cs       *sdk.ClientSession
+	own      bool // made by WithReconnect's connect: the import closes it
+	gone     atomic.Bool
+	failures atomic.Int32 // requests in a row that could not reach the server
+}
+
+// unreachable records a request of l that could not reach the server;
+// the limit's worth in a row count as the session's end.
+func (im *Imported) unreachable(l *link, err error) {
+	if n := l.failures.Add(1); im.cfg.unreachable > 0 && int(n) >= im.cfg.unreachable {
+		im.lost(l, fmt.Errorf("%d requests in a row could not reach the server: %w", n, err))
+	}
 }
 
 // Done is closed when the import has ended: by Close, or because its

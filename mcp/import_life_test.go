@@ -485,3 +485,33 @@ func TestImport_Item10a_ServerProcessKilledReconnects(t *testing.T) {
 	}
 	im.Close() // closes the new process's session
 }
+
+// A streamable HTTP session whose server is gone stays open on the
+// client's side; WithUnreachableAfter(n) calls in a row that cannot reach
+// the server count as its end (and an answer in between resets the
+// count).
+func TestImport_Item10a_UnreachableHTTPServerEnds(t *testing.T) {
+	server := newServer(nil)
+	textTool(server, "fine", "fine")
+	c := connectHTTP(t, server)
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), c.session, mcp.WithUnreachableAfter(2))
+	if res := execute(t, reg.Global(), "fine", `{}`); res.IsError() {
+		t.Fatalf("first call: %s", res.ErrorMessage())
+	}
+	c.kill()
+	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable {
+		t.Fatalf("code %q (%s)", res.Code(), res.ErrorMessage())
+	}
+	select {
+	case <-im.Done():
+		t.Fatal("ended after one unreachable call of two")
+	default:
+	}
+	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable {
+		t.Fatalf("code %q (%s)", res.Code(), res.ErrorMessage())
+	}
+	recv(t, im.Done(), "the import to end after two unreachable calls")
+	requireGone(t, reg.Global(), im)
+	t.Logf("end: %v", im.Err())
+}
