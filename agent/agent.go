@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -36,6 +37,9 @@ type Reply[M any] struct {
 	Calls []runtime.TurnCall
 	// StopReason is the provider's own stop or finish reason, as sent.
 	StopReason string
+	// Usage is the request's token usage, as the provider reported it
+	// (zero where it reported none).
+	Usage Usage
 }
 
 // SkippedTool is a tool a provider adapter left out of a request because
@@ -62,6 +66,9 @@ const (
 	// ContextDone: the ctx ended. A turn it interrupted still gave one
 	// result per call, and they were appended.
 	ContextDone StopReason = "context_done"
+	// Stopped: a Hooks function returned ErrStop. What the step had done
+	// before it is kept (see Hooks for each point).
+	Stopped StopReason = "stopped"
 	// StepLimit: the model asked for tools on every one of MaxSteps steps.
 	StepLimit StopReason = "step_limit"
 	// Failed: the model, the adapter or the turn returned an error, or the
@@ -83,6 +90,11 @@ type Outcome[M any] struct {
 	Turns []*runtime.TurnResult
 	// LastStopReason is the provider's stop reason of the last reply.
 	LastStopReason string
+	// Usage is the token usage of every reply received, summed.
+	Usage Usage
+	// StepUsage is each reply's token usage, in step order: one per reply
+	// received (a step whose request failed has none).
+	StepUsage []Usage
 }
 
 // Option configures Run.
@@ -92,6 +104,7 @@ type options struct {
 	maxSteps    int
 	parallel    *bool
 	turnOptions []runtime.TurnOption
+	hooks       []any // *Hooks[M] of the Run's M
 }
 
 // DefaultMaxSteps is the step limit when WithMaxSteps is not given.
@@ -120,11 +133,12 @@ var ErrInvalidReply = errors.New("agent: invalid model reply")
 
 // Run drives the conversation: ask the model with the scope's tools, run
 // its tool calls as one ExecuteTurn, append the results, and repeat until
-// the model answers without tool calls, a turn concludes, ctx ends, or the
-// step limit is reached. A reply whose calls cannot all be answered (see
-// CheckCalls) is refused before any of them runs. The Outcome is returned in every case, with the
-// transcript so far; the error is non-nil only when Stop is Failed (or the
-// options are invalid).
+// the model answers without tool calls, a turn concludes, ctx ends, a hook
+// stops it, or the step limit is reached. A reply whose calls cannot all be
+// answered (see CheckCalls) is refused before any of them runs. The Outcome
+// is returned in every case, with the transcript so far and the token usage
+// of every reply received; the error is non-nil only when Stop is Failed
+// (or the options are invalid).
 func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], transcript []M, opts ...Option) (*Outcome[M], error) {
 	o := options{maxSteps: DefaultMaxSteps}
 	for _, opt := range opts {
@@ -141,6 +155,19 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 		out.Stop = Failed
 		return out, fmt.Errorf("%w: Run needs a ctx, a scope and a model", ErrInvalidOption)
 	}
+	hooks := make([]*Hooks[M], 0, len(o.hooks))
+	for _, h := range o.hooks {
+		hm, ok := h.(*Hooks[M])
+		if !ok {
+			out.Stop = Failed
+			var m M
+			return out, fmt.Errorf("%w: WithHooks for messages of type %s, but the model's are %T", ErrInvalidOption, hookType(h), m)
+		}
+		hooks = append(hooks, hm)
+	}
+	var text func(string)
+	streamer, _ := model.(StreamingModel[M])
+	r := runner[M]{ctx: ctx, out: out, hooks: hooks}
 	for {
 		if ctx.Err() != nil {
 			out.Stop = ContextDone
@@ -161,7 +188,28 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 			parallel = *o.parallel
 		}
 		out.Steps++
-		reply, err := model.Generate(ctx, out.Transcript, tools, parallel)
+		st := &Step[M]{Number: out.Steps, Transcript: out.Transcript, Tools: tools}
+		if r.call(st, "BeforeModel", func(h *Hooks[M]) hookFunc[M] { return h.BeforeModel }) {
+			return out, r.err
+		}
+		r.steered(st)
+		st.Transcript = out.Transcript
+		var reply Reply[M]
+		if streamer != nil && r.streams() {
+			if text == nil {
+				text = func(delta string) {
+					for _, h := range hooks {
+						if h.Text != nil {
+							h.Text(r.step, delta)
+						}
+					}
+				}
+			}
+			r.step = st
+			reply, err = streamer.GenerateStream(ctx, out.Transcript, tools, parallel, text)
+		} else {
+			reply, err = model.Generate(ctx, out.Transcript, tools, parallel)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				out.Stop = ContextDone
@@ -171,6 +219,12 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 			return out, fmt.Errorf("agent: step %d: model: %w", out.Steps, err)
 		}
 		out.LastStopReason = reply.StopReason
+		out.StepUsage = append(out.StepUsage, reply.Usage)
+		out.Usage = out.Usage.Add(reply.Usage)
+		st.Reply, st.Usage = &reply, reply.Usage
+		if r.call(st, "AfterModel", func(h *Hooks[M]) hookFunc[M] { return h.AfterModel }) {
+			return out, r.err
+		}
 		if err := CheckCalls(reply.Calls); err != nil {
 			// Refused before anything runs: no call has a side effect,
 			// and the reply's messages, whose calls would stay
@@ -178,11 +232,18 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 			out.Stop = Failed
 			return out, fmt.Errorf("agent: step %d: %w", out.Steps, err)
 		}
-		out.Transcript = append(out.Transcript, reply.Messages...)
 		if len(reply.Calls) == 0 {
+			out.Transcript = append(out.Transcript, reply.Messages...)
+			if r.steered(st) {
+				continue
+			}
 			out.Stop = Answered
 			return out, nil
 		}
+		if r.call(st, "BeforeTurn", func(h *Hooks[M]) hookFunc[M] { return h.BeforeTurn }) {
+			return out, r.err
+		}
+		out.Transcript = append(out.Transcript, reply.Messages...)
 		res, err := scope.ExecuteTurn(ctx, reply.Calls, o.turnOptions...)
 		if err != nil {
 			// A configuration error or an internal scheduler failure (R98):
@@ -201,15 +262,86 @@ func Run[M any](ctx context.Context, scope *runtime.Scope, model Model[M], trans
 			return out, fmt.Errorf("agent: step %d: tool results: %w", out.Steps, err)
 		}
 		out.Transcript = append(out.Transcript, msgs...)
+		st.Transcript, st.Turn = out.Transcript, res
+		if r.call(st, "AfterTurn", func(h *Hooks[M]) hookFunc[M] { return h.AfterTurn }) {
+			return out, r.err
+		}
 		switch {
+		case ctx.Err() != nil:
+			r.steered(st)
+			out.Stop = ContextDone
+			return out, nil
+		case r.steered(st):
+			continue
 		case res.Concluded:
 			out.Stop = Concluded
 			return out, nil
-		case ctx.Err() != nil:
-			out.Stop = ContextDone
-			return out, nil
 		}
 	}
+}
+
+type hookFunc[M any] func(ctx context.Context, s *Step[M]) error
+
+// runner holds what the hook calls of one Run share.
+type runner[M any] struct {
+	ctx   context.Context
+	out   *Outcome[M]
+	hooks []*Hooks[M]
+	step  *Step[M] // the step whose text is streaming
+	err   error
+}
+
+func (r *runner[M]) streams() bool {
+	for _, h := range r.hooks {
+		if h.Text != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// call runs one point's hooks in order; true means the loop stops (Stop
+// and r.err are set). The messages of a stopping hook are dropped.
+func (r *runner[M]) call(st *Step[M], point string, pick func(*Hooks[M]) hookFunc[M]) bool {
+	for _, h := range r.hooks {
+		f := pick(h)
+		if f == nil {
+			continue
+		}
+		before := len(st.steer)
+		err := f(r.ctx, st)
+		if err == nil {
+			continue
+		}
+		st.steer = st.steer[:before]
+		if errors.Is(err, ErrStop) {
+			r.out.Stop, r.err = Stopped, nil
+			return true
+		}
+		r.out.Stop = Failed
+		r.err = fmt.Errorf("agent: step %d: %s: %w", st.Number, point, err)
+		return true
+	}
+	return false
+}
+
+// steered appends the step's steering messages, if any, and reports
+// whether there were some.
+func (r *runner[M]) steered(st *Step[M]) bool {
+	if len(st.steer) == 0 {
+		return false
+	}
+	r.out.Transcript = append(r.out.Transcript, st.steer...)
+	st.steer = nil
+	return true
+}
+
+func hookType(h any) string {
+	s := fmt.Sprintf("%T", h)
+	if i := strings.IndexByte(s, '['); i >= 0 && strings.HasSuffix(s, "]") {
+		return s[i+1 : len(s)-1]
+	}
+	return s
 }
 
 // CheckCalls reports (wrapping ErrInvalidReply) calls that cannot all be

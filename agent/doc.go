@@ -18,6 +18,16 @@
 // tool calls, a result concludes its turn (R99), ctx ends, or the step
 // limit is reached, and says which in Outcome.Stop.
 //
+// Each reply carries its token usage (Usage, in the same terms for every
+// provider); the Outcome sums it and keeps it per step. WithHooks adds
+// functions called around each step (before and after the model request,
+// before and after the turn), shaped like net/http/httptrace's: they see the
+// step, may steer it (Step.Steer appends messages; steering after a turn
+// that concluded makes the loop go on, R99) and may stop the loop (ErrStop
+// for a clean stop, any other error for a failure). A Hooks.Text function
+// receives the reply's text as it streams from a model that implements
+// StreamingModel; the reply is the same as without streaming.
+//
 // A model's reply is untrusted input: one whose calls cannot all be
 // answered (a call without an id, two calls with one id) is refused before
 // any of its calls runs (ErrInvalidReply, CheckCalls), so no tool has a side

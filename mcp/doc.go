@@ -58,6 +58,23 @@
 // a time, are bounded, and stop at Close. Prompts, resources, sampling and
 // the other MCP features are not imported.
 //
+// A server that goes away ends its import: when the session ends (the
+// server closed it, its process died, its transport broke, or the program
+// closed it), a call finds it closed for good, or WithUnreachableAfter's
+// count of requests in a row cannot reach the server (what a streamable
+// HTTP session whose server is gone gives: it stays open on the client's
+// side), the calls in flight are
+// answered MCP_UNAVAILABLE, the imported tools are disposed (so the model
+// is no longer offered them; OnChange subscribers hear each removal), and
+// the import says so: Imported.Done is closed, Imported.Err wraps
+// ErrServerGone, and WithEndHandler's function is called once. With
+// WithReconnect the import asks for a new session instead, with a bounded
+// backoff (Backoff); meanwhile the tools stay and answer MCP_UNAVAILABLE at
+// once, and once connected the tools are listed anew and the differences
+// applied as a re-sync does. It ends as above when every attempt fails.
+// The handlers (WithEndHandler, WithSyncErrorHandler) run outside the
+// import's own goroutines, so they may call Close.
+//
 // # Export: a scope as an MCP server
 //
 // NewServer(scope, opts...) returns a Server that runs over any go-sdk

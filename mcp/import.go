@@ -52,7 +52,8 @@ const (
 
 // ImportOption configures Import. The options are WithPrefix, WithAllow,
 // WithCallTimeout, WithReadOnlyParallel, WithClassifier, WithSyncTimeout,
-// WithSyncErrorHandler, WithListLimits and WithAllowShadowing.
+// WithSyncErrorHandler, WithListLimits, WithAllowShadowing, WithEndHandler,
+// WithReconnect and WithUnreachableAfter.
 type ImportOption interface{ applyImport(*importConfig) }
 
 type importOptionFunc func(*importConfig)
@@ -60,16 +61,21 @@ type importOptionFunc func(*importConfig)
 func (f importOptionFunc) applyImport(c *importConfig) { f(c) }
 
 type importConfig struct {
-	prefix      string
-	allow       map[string]bool // nil: every tool
-	callTimeout time.Duration
-	timeoutSet  bool // WithCallTimeout was given
-	classifier  func(tool *sdk.Tool, args json.RawMessage) bool
-	syncTimeout time.Duration
-	onError     func(error)
-	maxPages    int // tools/list pages of one listing
-	maxTools    int // tools of one listing
-	shadowing   bool
+	prefix       string
+	allow        map[string]bool // nil: every tool
+	callTimeout  time.Duration
+	timeoutSet   bool // WithCallTimeout was given
+	classifier   func(tool *sdk.Tool, args json.RawMessage) bool
+	syncTimeout  time.Duration
+	onError      func(error)
+	maxPages     int // tools/list pages of one listing
+	maxTools     int // tools of one listing
+	shadowing    bool
+	onEnd        func(error)
+	reconnect    func(ctx context.Context) (*sdk.ClientSession, error)
+	backoff      Backoff
+	reconnectSet bool
+	unreachable  int // WithUnreachableAfter
 }
 
 // WithPrefix puts prefix in front of every server tool name: the server's
@@ -133,10 +139,12 @@ func WithSyncTimeout(d time.Duration) ImportOption {
 
 // WithSyncErrorHandler receives the failures of the re-syncs that run on
 // their own after notifications/tools/list_changed (a failed tools/list, a
-// registration a change subscriber refused). Without it they are dropped;
-// the tools imported so far stay as they were. h is called on a re-sync's
-// goroutine, possibly on two at once. A Sync called by the program returns
-// its error instead.
+// registration a change subscriber refused, a re-sync after WithReconnect
+// made a new session). Without it they are dropped; the tools imported so
+// far stay as they were. h is called on a re-sync's goroutine, possibly on
+// two at once, after that goroutine has left the import's own: h may call
+// Close, which does not wait for a call of h in progress. A Sync called
+// by the program returns its error instead.
 func WithSyncErrorHandler(h func(error)) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.onError = h })
 }
@@ -174,9 +182,9 @@ type Skipped struct {
 // re-syncs that keep them in step with the server. Its methods are safe
 // for concurrent use.
 type Imported struct {
-	session *sdk.ClientSession
-	group   *runtime.Scope // the owner group every tool is registered through
-	cfg     importConfig
+	link  atomic.Pointer[link] // the session calls go to now
+	group *runtime.Scope       // the owner group every tool is registered through
+	cfg   importConfig
 
 	// sem serializes syncs (Import's own, Sync, the re-syncs a
 	// notification starts) and Close's teardown: whoever holds it is the
@@ -203,9 +211,12 @@ type Imported struct {
 	refused    map[string]string // server name → the listing whose calls the server refuses (-32601)
 	order      []string          // server names in the order the server listed them
 	skipped    []Skipped
-	wg         sync.WaitGroup // the re-sync goroutines
-
-	gone atomic.Bool // the session was seen closed
+	wg         sync.WaitGroup // the re-sync and recovery goroutines
+	losing     bool           // a recovery (reconnect or end) is under way
+	ending     bool           // the import is ending because its server is gone
+	disposing  bool           // the teardown is disposing the tools
+	endErr     error          // why the import ended (Err)
+	done       chan struct{}  // closed when the import has ended
 
 	served servedContent // the server's content of structured calls in flight
 }
@@ -332,9 +343,15 @@ type importedTool struct {
 // cursor already sent, fails too), when an option is invalid, when scope is disposed, or when a change
 // subscriber refuses one of the registrations (contract R16; a re-sync
 // reports that refusal and goes on). The session stays the caller's:
-// Close does not close it, and closing it does not end the import —
-// call Close when done (until then the import is reachable from
-// ToolListChangedHandler, and its tools answer CodeUnavailable).
+// Close does not close it. When the session ends, by either side, the
+// import ends too (Done, Err, WithEndHandler): its tools are disposed, a
+// call in flight is answered CodeUnavailable and later ones find no tool
+// (runtime.CodeUnknownTool) — unless WithReconnect makes a new session.
+// A transport error that does not end the session (an HTTP request
+// refused: a streamable HTTP session stays open on the client's side)
+// fails its call with CodeUnavailable; WithUnreachableAfter's count of
+// them in a row (3 by default) counts as the session's end. The import
+// watches the session with a goroutine that ends with the session.
 func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSession, opts ...ImportOption) (*Imported, error) {
 	if ctx == nil {
 		return nil, errors.New("mcp: Import needs a ctx")
@@ -342,7 +359,8 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	if scope == nil || session == nil {
 		return nil, errors.New("mcp: Import needs a scope and a session")
 	}
-	cfg := importConfig{syncTimeout: DefaultSyncTimeout, maxPages: DefaultMaxListPages, maxTools: DefaultMaxListTools}
+	cfg := importConfig{syncTimeout: DefaultSyncTimeout, maxPages: DefaultMaxListPages, maxTools: DefaultMaxListTools,
+		unreachable: DefaultUnreachableAfter}
 	for _, o := range opts {
 		if o != nil {
 			o.applyImport(&cfg)
@@ -357,26 +375,37 @@ func Import(ctx context.Context, scope *runtime.Scope, session *sdk.ClientSessio
 	if cfg.maxPages <= 0 || cfg.maxTools <= 0 {
 		return nil, fmt.Errorf("mcp: WithListLimits(%d, %d): the bounds must be positive", cfg.maxPages, cfg.maxTools)
 	}
+	if cfg.reconnectSet {
+		if cfg.reconnect == nil {
+			return nil, errors.New("mcp: WithReconnect: connect is nil")
+		}
+		if err := cfg.backoff.validate(); err != nil {
+			return nil, err
+		}
+	}
 	group, err := scope.Group()
 	if err != nil {
 		return nil, fmt.Errorf("mcp: Import: %w", err)
 	}
 	im := &Imported{
-		session:   session,
 		group:     group,
+		done:      make(chan struct{}),
 		cfg:       cfg,
 		sem:       make(chan struct{}, 1),
 		announced: make(chan struct{}),
 		tools:     make(map[string]*importedTool),
 	}
+	first := &link{cs: session}
+	im.link.Store(first)
 	im.closeCtx, im.cancel = context.WithCancel(context.Background())
 	// Watch before the first listing: a change the server announces while
 	// it is under way starts a re-sync after it.
-	watch(im)
+	watch(im, session)
 	if err := im.sync(ctx, cfg.syncTimeout, false); err != nil {
 		im.Close()
 		return nil, fmt.Errorf("mcp: Import: %w", err)
 	}
+	im.follow(first)
 	return im, nil
 }
 
@@ -404,7 +433,8 @@ func (im *Imported) Skipped() []Skipped {
 // re-sync after notifications/tools/list_changed does. It waits for a
 // re-sync already under way (or for ctx), and returns the listing's error,
 // or the first registration error, if any. After Close it returns
-// ErrImportClosed.
+// ErrImportClosed, or, after the import ended because its server went
+// away, Err's error (wrapping ErrServerGone).
 //
 // A change subscriber may be hearing one of a sync's own changes, on that
 // sync's goroutine, so a Sync made with a subscriber's ctx (or one derived
@@ -426,8 +456,12 @@ var ErrImportClosed = errors.New("mcp: import closed")
 // Close stops the re-syncs and disposes every tool the import registered,
 // each through its own disposer (OnChange subscribers hear each removal).
 // It waits for a re-sync under way to stop — the listing is cancelled at
-// once, a registration in progress finishes — so no change of the import
-// happens after Close returns. Close is idempotent. Calls already running
+// once, a registration in progress finishes, a reconnect attempt is
+// cancelled — so no change of the import happens after Close returns;
+// Done is closed and Err is ErrImportClosed (or, if the import had ended
+// because its server went away, stays that reason). A session the import
+// made (WithReconnect) is closed, in the background: a graceful close
+// waits for the calls in flight. Close is idempotent. Calls already running
 // finish; later calls of the names find no tool (runtime.CodeUnknownTool).
 // A change subscriber hearing one of a sync's own changes may call Close:
 // Close does not wait for a sync while it announces a change (the sync may
@@ -439,21 +473,57 @@ var ErrImportClosed = errors.New("mcp: import closed")
 func (im *Imported) Close() {
 	im.mu.Lock()
 	if im.closed {
+		ending := im.ending
 		im.mu.Unlock()
+		if ending {
+			im.waitEnded()
+		}
 		return
 	}
-	im.closed = true
+	im.closed, im.endErr = true, ErrImportClosed
 	im.mu.Unlock()
-	im.cancel()
-	unwatch(im)
-	held := im.waitQuiet()
-	im.group.Dispose()
-	im.forgetAll()
-	if !held {
+	if held := im.teardown(); !held {
 		return
 	}
-	<-im.sem
 	im.wg.Wait()
+}
+
+// teardown stops the re-syncs, disposes the tools and marks the import
+// done. It reports whether it took sem (no sync was announcing a change):
+// only then may Close wait for the import's goroutines.
+func (im *Imported) teardown() (held bool) {
+	im.cancel()
+	l := im.link.Load()
+	unwatch(im, l.cs)
+	held = im.waitQuiet()
+	im.mu.Lock()
+	im.disposing = true
+	im.mu.Unlock()
+	im.group.Dispose()
+	im.mu.Lock()
+	im.disposing = false
+	im.mu.Unlock()
+	im.forgetAll()
+	if l.own {
+		go l.cs.Close() // graceful: it waits for the calls in flight
+	}
+	close(im.done)
+	if held {
+		<-im.sem
+	}
+	return held
+}
+
+// waitEnded waits until an import ending because its server is gone is
+// done, unless its teardown is disposing the tools (the caller may be a
+// change subscriber hearing a removal, on the teardown's goroutine).
+func (im *Imported) waitEnded() {
+	im.mu.Lock()
+	disposing := im.disposing
+	im.mu.Unlock()
+	if !disposing {
+		<-im.done
+	}
 }
 
 // waitQuiet waits until no sync holds sem, and takes it (true), or until
@@ -515,11 +585,14 @@ func (im *Imported) resyncSoon() {
 	im.pending = true
 	im.wg.Add(1)
 	go func() {
-		defer im.wg.Done()
 		// Waiting for a sync under way is bounded by Close only (giving up
 		// could miss the change this re-sync is for); the re-sync's own
 		// work by WithSyncTimeout.
-		if err := im.sync(im.closeCtx, im.cfg.syncTimeout, false); err != nil && !errors.Is(err, ErrImportClosed) && im.cfg.onError != nil {
+		err := im.sync(im.closeCtx, im.cfg.syncTimeout, false)
+		im.wg.Done()
+		// The handler runs outside wg, so it may call Close (which waits
+		// for wg); Close does not wait for a handler call in progress.
+		if err != nil && !errors.Is(err, ErrImportClosed) && !errors.Is(err, ErrServerGone) && im.cfg.onError != nil {
 			im.cfg.onError(fmt.Errorf("mcp: re-sync of the tool list: %w", err))
 		}
 	}()
@@ -535,7 +608,7 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool
 		case im.sem <- struct{}{}:
 		default:
 			if im.closeCtx.Err() != nil {
-				return ErrImportClosed
+				return im.closedErr()
 			}
 			return errSyncFromCallback
 		}
@@ -545,7 +618,7 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-im.closeCtx.Done():
-			return ErrImportClosed
+			return im.closedErr()
 		}
 	}
 	defer func() { <-im.sem }()
@@ -559,9 +632,10 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool
 	closed := im.closed
 	im.mu.Unlock()
 	if closed {
-		return ErrImportClosed
+		return im.closedErr()
 	}
-	if im.gone.Load() {
+	l := im.link.Load()
+	if l.gone.Load() {
 		return unavailable("the session is closed")
 	}
 	// The listing ends with ctx or with Close.
@@ -569,14 +643,20 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool
 	defer stop()
 	unhook := context.AfterFunc(im.closeCtx, stop)
 	defer unhook()
-	listed, err := im.list(lctx)
+	listed, err := im.list(lctx, l.cs)
+	if err == nil {
+		l.failures.Store(0)
+	}
 	if err != nil {
 		if im.closeCtx.Err() != nil {
-			return ErrImportClosed
+			return im.closedErr()
 		}
-		if !noTools(im.session, err) {
-			if closedForGood(err) {
-				im.gone.Store(true)
+		if !noTools(l.cs, err) {
+			switch {
+			case closedForGood(err):
+				im.lost(l, err)
+			case isGone(err):
+				im.unreachable(l, err)
 			}
 			return fmt.Errorf("listing tools: %w", err)
 		}
@@ -588,11 +668,22 @@ func (im *Imported) sync(ctx context.Context, timeout time.Duration, noWait bool
 			// disposed, so a registration was refused with
 			// runtime.ErrScopeDisposed (runtime.ErrClosed once the
 			// registry is closed).
-			return ErrImportClosed
+			return im.closedErr()
 		}
 		return err
 	}
 	return nil
+}
+
+// closedErr is a closed import's error for Sync: ErrImportClosed, or
+// why it ended if its server went away.
+func (im *Imported) closedErr() error {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if errors.Is(im.endErr, ErrServerGone) {
+		return im.endErr
+	}
+	return ErrImportClosed
 }
 
 // errSyncFromCallback is Sync's failure when it is made with a change
@@ -602,12 +693,12 @@ var errSyncFromCallback = errors.New("mcp: Sync was made with a change subscribe
 
 // list fetches every tools/list page, within WithListLimits' bounds and
 // refusing a nextCursor it has already sent.
-func (im *Imported) list(ctx context.Context) ([]*sdk.Tool, error) {
+func (im *Imported) list(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
 	var listed []*sdk.Tool
 	sent := make(map[string]bool)
 	params := &sdk.ListToolsParams{}
 	for page := 1; ; page++ {
-		res, err := im.session.ListTools(ctx, params)
+		res, err := cs.ListTools(ctx, params)
 		if err != nil {
 			return nil, err
 		}
@@ -868,16 +959,16 @@ var watchers = struct {
 	m  map[*sdk.ClientSession][]*Imported
 }{m: make(map[*sdk.ClientSession][]*Imported)}
 
-func watch(im *Imported) {
+func watch(im *Imported, cs *sdk.ClientSession) {
 	watchers.mu.Lock()
 	defer watchers.mu.Unlock()
-	watchers.m[im.session] = append(watchers.m[im.session], im)
+	watchers.m[cs] = append(watchers.m[cs], im)
 }
 
-func unwatch(im *Imported) {
+func unwatch(im *Imported, cs *sdk.ClientSession) {
 	watchers.mu.Lock()
 	defer watchers.mu.Unlock()
-	list := watchers.m[im.session]
+	list := watchers.m[cs]
 	for i, x := range list {
 		if x == im {
 			list = append(list[:i:i], list[i+1:]...)
@@ -885,10 +976,10 @@ func unwatch(im *Imported) {
 		}
 	}
 	if len(list) == 0 {
-		delete(watchers.m, im.session)
+		delete(watchers.m, cs)
 		return
 	}
-	watchers.m[im.session] = list
+	watchers.m[cs] = list
 }
 
 func watching(cs *sdk.ClientSession) []*Imported {

@@ -97,7 +97,8 @@ type caller struct {
 
 func (c *caller) execute(ctx context.Context, args json.RawMessage, rc *runtime.RunContext) (any, error) {
 	im := c.im
-	if im.gone.Load() {
+	l := im.link.Load()
+	if l.gone.Load() {
 		return nil, unavailable("the session is closed")
 	}
 	var arguments any = args
@@ -110,9 +111,12 @@ func (c *caller) execute(ctx context.Context, args json.RawMessage, rc *runtime.
 		callCtx, cancel = context.WithTimeout(ctx, im.cfg.callTimeout)
 		defer cancel()
 	}
-	res, err := im.session.CallTool(callCtx, &sdk.CallToolParams{Name: c.server, Arguments: arguments})
+	res, err := l.cs.CallTool(callCtx, &sdk.CallToolParams{Name: c.server, Arguments: arguments})
 	if err != nil {
-		return nil, c.callError(ctx, callCtx, err)
+		return nil, c.callError(ctx, callCtx, l, err)
+	}
+	if l.failures.Load() != 0 {
+		l.failures.Store(0) // the server answered
 	}
 	if res == nil {
 		return nil, runtime.NewError(NameError, CodeError, fmt.Sprintf("tools/call %q returned no result", c.server))
@@ -255,7 +259,7 @@ func (sc *servedContent) clear() {
 }
 
 // callError classifies a failed tools/call.
-func (c *caller) callError(ctx, callCtx context.Context, err error) error {
+func (c *caller) callError(ctx, callCtx context.Context, l *link, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return runtime.NewError(runtime.NameAbort, runtime.CodeAborted, "tool call aborted")
@@ -264,10 +268,13 @@ func (c *caller) callError(ctx, callCtx context.Context, err error) error {
 			fmt.Sprintf("tool call timed out after %dms", c.im.cfg.callTimeout.Milliseconds()))
 	case isGone(err):
 		if closedForGood(err) {
-			c.im.gone.Store(true)
+			c.im.lost(l, err)
+		} else {
+			c.im.unreachable(l, err)
 		}
 		return unavailable(err.Error())
 	}
+	l.failures.Store(0) // the server answered, with an error
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
 		if rpc.Code == jsonrpc.CodeMethodNotFound {

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 
@@ -141,4 +142,34 @@ func ExampleContentBlocks() {
 	// Output:
 	// text: "a chart"
 	// image: {"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}
+}
+
+// A server that goes away ends its import: the tools are disposed, and the
+// import says so (WithEndHandler, Done, Err). With WithReconnect it would
+// connect again instead.
+func ExampleWithEndHandler() {
+	ctx := context.Background()
+	cs, disconnect := connect(ctx, weatherServer())
+	reg, err := runtime.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = reg.Close(ctx) }()
+
+	ended := make(chan error, 1)
+	imported, err := mcp.Import(ctx, reg.Global(), cs, mcp.WithEndHandler(func(err error) { ended <- err }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(reg.Global().Tools())
+
+	disconnect() // the server goes away
+	err = <-ended
+	<-imported.Done()
+	fmt.Println(errors.Is(err, mcp.ErrServerGone), errors.Is(imported.Err(), mcp.ErrServerGone))
+	fmt.Println(reg.Global().Tools())
+	// Output:
+	// [forecast]
+	// true true
+	// []
 }

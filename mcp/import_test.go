@@ -518,8 +518,10 @@ func TestImport_R11_InvalidNamesSkipped(t *testing.T) {
 	}
 }
 
-// A server that goes away mid-call: that call and every later one are
-// MCP_UNAVAILABLE, within the test's bound.
+// A server that goes away mid-call: that call is MCP_UNAVAILABLE, within
+// the test's bound; once the session is seen ended the import ends
+// (issue 25 item 10a): its tools are disposed, Done is closed, Err says
+// why. A later call is MCP_UNAVAILABLE before that and UNKNOWN_TOOL after.
 func TestImport_ServerDiesMidCall(t *testing.T) {
 	for _, tr := range []transport{{"pipe", connectPipe}, {"http", connectHTTP}} {
 		t.Run(tr.name, func(t *testing.T) {
@@ -539,7 +541,7 @@ func TestImport_ServerDiesMidCall(t *testing.T) {
 			c := tr.connect(t, server)
 			defer close(release)
 			reg := newRegistry(t)
-			mustImport(t, reg.Global(), c.session)
+			im := mustImport(t, reg.Global(), c.session)
 			done := make(chan *runtime.Result, 1)
 			go func() { done <- execute(t, reg.Global(), "block", `{}`) }()
 			recv(t, started, "the server handler to start")
@@ -552,56 +554,77 @@ func TestImport_ServerDiesMidCall(t *testing.T) {
 			for range 2 {
 				later := make(chan *runtime.Result, 1)
 				go func() { later <- execute(t, reg.Global(), "fine", `{}`) }()
-				if res := recv(t, later, "a later call"); res.Code() != mcp.CodeUnavailable {
-					t.Fatalf("later call: code %q (%s), want MCP_UNAVAILABLE", res.Code(), res.ErrorMessage())
+				res := recv(t, later, "a later call")
+				if res.Code() != mcp.CodeUnavailable && res.Code() != runtime.CodeUnknownTool {
+					t.Fatalf("later call: code %q (%s), want MCP_UNAVAILABLE or UNKNOWN_TOOL", res.Code(), res.ErrorMessage())
 				}
 			}
+			// Over HTTP the session stays open on the client's side: the
+			// calls that cannot reach the server end it
+			// (WithUnreachableAfter's default, three in a row).
+			recv(t, im.Done(), "the import to end")
+			requireGone(t, reg.Global(), im)
 		})
 	}
 }
 
-// A session the client closed: every call is MCP_UNAVAILABLE.
+// requireGone checks an import that ended because its server went away.
+func requireGone(t *testing.T, scope *runtime.Scope, im *mcp.Imported) {
+	t.Helper()
+	if err := im.Err(); !errors.Is(err, mcp.ErrServerGone) {
+		t.Fatalf("Err() = %v, want ErrServerGone", err)
+	}
+	if got := im.Tools(); len(got) != 0 {
+		t.Fatalf("Tools() = %v after the end", got)
+	}
+	for _, name := range scope.Tools() {
+		if name == "fine" || name == "block" {
+			t.Fatalf("tool %q still registered after the end", name)
+		}
+	}
+	if res := execute(t, scope, "fine", `{}`); res.Code() != runtime.CodeUnknownTool {
+		t.Fatalf("call after the end: code %q (%s), want UNKNOWN_TOOL", res.Code(), res.ErrorMessage())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if err := im.Sync(ctx); !errors.Is(err, mcp.ErrServerGone) {
+		t.Fatalf("Sync after the end: %v", err)
+	}
+	im.Close() // returns, and Err keeps the reason
+	if err := im.Err(); !errors.Is(err, mcp.ErrServerGone) {
+		t.Fatalf("Err() after Close = %v", err)
+	}
+}
+
+// A session the client closed: the import ends, and says so.
 func TestImport_SessionClosed(t *testing.T) {
 	server := newServer(nil)
 	textTool(server, "fine", "fine")
 	c := connectInMemory(t, server)
 	reg := newRegistry(t)
-	im := mustImport(t, reg.Global(), c.session)
+	ended := make(chan error, 1)
+	im := mustImport(t, reg.Global(), c.session, mcp.WithEndHandler(func(err error) { ended <- err }))
 	_ = c.session.Close()
-	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable {
+	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable && res.Code() != runtime.CodeUnknownTool {
 		t.Fatalf("code %q (%s)", res.Code(), res.ErrorMessage())
 	}
-	// Seen closed once, later calls fail without asking the session.
-	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable || res.ErrorMessage() != "MCP server unavailable: the session is closed" {
-		t.Fatalf("later call: code %q (%s)", res.Code(), res.ErrorMessage())
+	if err := recv(t, ended, "the end handler"); !errors.Is(err, mcp.ErrServerGone) {
+		t.Fatalf("end handler: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	if err := im.Sync(ctx); runtimeCode(err) != mcp.CodeUnavailable {
-		t.Fatalf("Sync on a closed session: %v", err)
-	}
+	recv(t, im.Done(), "Done")
+	requireGone(t, reg.Global(), im)
 }
 
-// A session the server closed (no call in flight): calls are
-// MCP_UNAVAILABLE.
+// A session the server closed (no call in flight): the import ends.
 func TestImport_SessionClosedByServer(t *testing.T) {
 	server := newServer(nil)
 	textTool(server, "fine", "fine")
 	c := connectInMemory(t, server)
 	reg := newRegistry(t)
-	mustImport(t, reg.Global(), c.session)
+	im := mustImport(t, reg.Global(), c.session)
 	c.kill() // ServerSession.Close
-	if res := execute(t, reg.Global(), "fine", `{}`); res.Code() != mcp.CodeUnavailable {
-		t.Fatalf("code %q (%s)", res.Code(), res.ErrorMessage())
-	}
-}
-
-func runtimeCode(err error) runtime.Code {
-	var c runtime.Coded
-	if errors.As(err, &c) {
-		return runtime.Code(c.Code())
-	}
-	return ""
+	recv(t, im.Done(), "the import to end")
+	requireGone(t, reg.Global(), im)
 }
 
 // A JSON-RPC error (the server no longer has the tool, and no re-sync has

@@ -263,10 +263,11 @@ func imageBlock(data json.RawMessage) sdk.ToolResultBlockParamContentUnion {
 // transcript as Messages, the step's tools after any tools Params already
 // holds, and the parallel flag in tool_choice.
 type Model struct {
-	client  sdk.Client
-	params  sdk.MessageNewParams
-	options []option.RequestOption
-	logger  *slog.Logger
+	client   sdk.Client
+	params   sdk.MessageNewParams
+	options  []option.RequestOption
+	logger   *slog.Logger
+	maxReply int64
 }
 
 // WithLogger returns a copy of m that reports its warnings (a tool left
@@ -356,29 +357,46 @@ func (m *Model) warnSkipped(skipped []agent.SkippedTool) {
 // tool_use blocks as calls (each mapped name back to its tool's name), and
 // the stop reason as sent ("tool_use", "end_turn", "max_tokens", …). Calls
 // are returned whatever the stop reason: every tool_use block needs a
-// tool_result in the next message.
+// tool_result in the next message. The reply carries the message's token
+// usage; the response body is bounded (WithMaxReplyBytes).
 func (m *Model) Generate(ctx context.Context, transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool) (agent.Reply[sdk.MessageParam], error) {
 	p, names := m.request(transcript, tools, parallel)
-	msg, err := m.client.Messages.New(ctx, p, m.options...)
+	limit := &replyLimit{max: maxReply(m.maxReply)}
+	msg, err := m.client.Messages.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
 	if err != nil {
-		return agent.Reply[sdk.MessageParam]{}, err
+		return agent.Reply[sdk.MessageParam]{}, limit.err(err)
 	}
 	if msg == nil { // a body of null decodes to no message at all
 		return agent.Reply[sdk.MessageParam]{}, fmt.Errorf("%w: the reply holds no message", ErrInvalid)
 	}
+	return messageReply(msg, names), nil
+}
+
+// messageReply is the agent's reply for a message, streamed or not.
+func messageReply(msg *sdk.Message, names *toolname.Names) agent.Reply[sdk.MessageParam] {
 	calls := Calls(msg)
 	if names.Mapped() {
 		for i := range calls {
 			calls[i].Name = names.Tool(calls[i].Name)
 		}
 	}
-	reply := agent.Reply[sdk.MessageParam]{Calls: calls, StopReason: string(msg.StopReason)}
+	reply := agent.Reply[sdk.MessageParam]{Calls: calls, StopReason: string(msg.StopReason), Usage: usage(msg.Usage)}
 	if len(msg.Content) > 0 {
 		// An empty assistant message cannot be sent back; there is nothing
 		// to keep.
 		reply.Messages = []sdk.MessageParam{msg.ToParam()}
 	}
-	return reply, nil
+	return reply
+}
+
+// WithMaxReplyBytes returns a copy of m whose replies are bounded to n
+// bytes (the response body, or all a stream sends); past it the request
+// fails with agent.ErrReplyTooLarge. n ≤ 0 means
+// agent.DefaultMaxReplyBytes, the bound without it.
+func (m *Model) WithMaxReplyBytes(n int64) *Model {
+	c := *m
+	c.maxReply = n
+	return &c
 }
 
 // ToolResults returns the one user message of ToolResults.

@@ -73,4 +73,13 @@
 //   - Stop reasons: passed through as sent. "max_tokens" with tool_use
 //     blocks still runs the calls, since each needs its tool_result; an
 //     empty assistant message (no content) is not kept in the transcript.
+//   - Usage and streaming: each reply carries its token usage, the cache
+//     writes and reads added to input_tokens (agent.Usage counts all the
+//     input) and thinking tokens as reasoning. Model is an
+//     agent.StreamingModel: with a Text hook agent.Run streams, the events
+//     are accumulated as the SDK does, the text deltas reach the hook, and
+//     the reply is the one Generate gives for the same message. Every reply
+//     body is bounded (WithMaxReplyBytes: agent.ErrReplyTooLarge); a stream
+//     without message_stop is agent.ErrStreamIncomplete, an event out of
+//     order or undecodable agent.ErrStreamMalformed.
 package anthropic

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,8 +55,23 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := s.replies[0]
 	s.replies = s.replies[1:]
+	if strings.HasPrefix(reply, "event:") {
+		// A streamed reply; with cutMark at its end the connection is
+		// dropped there, without the stream's end.
+		w.Header().Set("Content-Type", "text/event-stream")
+		body, cut := strings.CutSuffix(reply, cutMark)
+		io.WriteString(w, body)
+		if cut {
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
 	io.WriteString(w, reply)
 }
+
+// cutMark ends a streamed reply that is cut mid-stream.
+const cutMark = "\x00cut"
 
 // requests returns the request bodies received so far, decoded.
 func (s *server) requests(t testing.TB) []wireRequest {

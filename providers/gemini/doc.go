@@ -83,4 +83,11 @@
 //     each call under the name the model called.
 //   - Finish reasons: passed through as sent; a response without
 //     candidates (a blocked prompt) is an error naming the block reason.
+//   - Usage: each reply carries usageMetadata as agent.Usage (tool-use
+//     prompt tokens added to input, thoughts to output and reasoning).
+//   - No streaming: Model is not an agent.StreamingModel, so a Text hook
+//     gets no deltas. The SDK's stream reader buffers lines of up to 256
+//     MiB before the adapter sees them and has no per-request hook on the
+//     response body, so a stream could not be bounded as the other
+//     adapters bound theirs.
 package gemini

@@ -364,7 +364,13 @@ func (m *Model) configWith(tools []runtime.ToolSchema) (*genai.GenerateContentCo
 // tool's name), and its finish reason as sent ("STOP", "MAX_TOKENS",
 // "MALFORMED_FUNCTION_CALL", …). A response without candidates (a blocked
 // prompt) is an error naming the block reason. The step for generated ids
-// is one more than the number of model contents in the transcript.
+// is one more than the number of model contents in the transcript. The
+// reply carries the response's token usage (usageMetadata).
+//
+// Model does not stream (it is no agent.StreamingModel): the SDK's stream
+// reader accepts lines up to 256 MiB before the adapter sees them and
+// offers no per-request hook on the response body, so a streamed reply
+// could not be bounded as the adapters bound theirs.
 func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools []runtime.ToolSchema, _ bool) (agent.Reply[*genai.Content], error) {
 	config, names := m.configWith(tools)
 	resp, err := m.generate(ctx, transcript, config)
@@ -399,7 +405,7 @@ func (m *Model) Generate(ctx context.Context, transcript []*genai.Content, tools
 			calls[i].Name = names.Tool(calls[i].Name)
 		}
 	}
-	reply := agent.Reply[*genai.Content]{Calls: calls, StopReason: string(cand.FinishReason)}
+	reply := agent.Reply[*genai.Content]{Calls: calls, StopReason: string(cand.FinishReason), Usage: usage(resp.UsageMetadata)}
 	if content != nil && len(content.Parts) > 0 {
 		if content.Role == "" {
 			content = &genai.Content{Role: genai.RoleModel, Parts: content.Parts}
@@ -426,4 +432,24 @@ func (m *Model) generate(ctx context.Context, transcript []*genai.Content, confi
 // ToolResults returns the contents of ToolResults.
 func (m *Model) ToolResults(calls []runtime.TurnCall, res *runtime.TurnResult) ([]*genai.Content, error) {
 	return ToolResults(calls, res)
+}
+
+// usage is a response's token usage in agent terms: Gemini counts the
+// prompt of tool use and the thoughts apart, so they are added to input
+// and output.
+func usage(u *genai.GenerateContentResponseUsageMetadata) agent.Usage {
+	if u == nil {
+		return agent.Usage{}
+	}
+	in := int64(u.PromptTokenCount) + int64(u.ToolUsePromptTokenCount)
+	out := int64(u.CandidatesTokenCount) + int64(u.ThoughtsTokenCount)
+	total := int64(u.TotalTokenCount)
+	if total == 0 {
+		total = in + out
+	}
+	return agent.Usage{
+		InputTokens: in, CachedInputTokens: int64(u.CachedContentTokenCount),
+		OutputTokens: out, ReasoningTokens: int64(u.ThoughtsTokenCount),
+		TotalTokens: total,
+	}
 }

@@ -341,3 +341,22 @@ func TestModel_ConfigUntouched(t *testing.T) {
 		t.Errorf("caller's config changed: %+v", cfg)
 	}
 }
+
+// The usage of every reply reaches the outcome, thoughts added to output
+// and tool-use prompt tokens to input.
+func TestModel_Item9_UsageInTheOutcome(t *testing.T) {
+	withUsage := func(body string) string {
+		return strings.Replace(body, `{"promptTokenCount": 321, "candidatesTokenCount": 57, "totalTokenCount": 378}`,
+			`{"promptTokenCount": 321, "cachedContentTokenCount": 300, "toolUsePromptTokenCount": 9, "candidatesTokenCount": 57, "thoughtsTokenCount": 40, "totalTokenCount": 427}`, 1)
+	}
+	s := newServer(t, withUsage(reply("STOP", call("read", `{"path":"a.txt"}`))), reply("STOP", text("done")))
+	f := newFixture(t)
+	out := run(t, context.Background(), f, newModel(t, s))
+	want := []agent.Usage{
+		{InputTokens: 330, CachedInputTokens: 300, OutputTokens: 97, ReasoningTokens: 40, TotalTokens: 427},
+		{InputTokens: 321, OutputTokens: 57, TotalTokens: 378},
+	}
+	if out.Stop != agent.Answered || len(out.StepUsage) != 2 || out.StepUsage[0] != want[0] || out.StepUsage[1] != want[1] || out.Usage != want[0].Add(want[1]) {
+		t.Fatalf("stop %s, usage %+v, steps %+v", out.Stop, out.Usage, out.StepUsage)
+	}
+}

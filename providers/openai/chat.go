@@ -118,10 +118,11 @@ func chatContext(m runtime.ContextMessage) oai.ChatCompletionMessageParamUnion {
 // the loop's flag; with no tools, neither tools nor parallel_tool_calls
 // is sent.
 type ChatModel struct {
-	client  *oai.Client
-	params  oai.ChatCompletionNewParams
-	options []option.RequestOption
-	logger  *slog.Logger
+	client   *oai.Client
+	params   oai.ChatCompletionNewParams
+	options  []option.RequestOption
+	logger   *slog.Logger
+	maxReply int64
 }
 
 var _ agent.Model[oai.ChatCompletionMessageParamUnion] = (*ChatModel)(nil)
@@ -149,13 +150,34 @@ var ErrNoChoice = errors.New("openai: chat completion has no choices")
 // Generate asks for the next assistant message. It returns that message
 // (as the param the next request sends, names as the model wrote them),
 // its tool calls (ChatCalls, each mapped name back to its tool's name) and
-// the finish reason as sent ("stop", "tool_calls", "length", ...). With
-// n > 1 only the first choice is used.
+// the finish reason as sent ("stop", "tool_calls", "length", ...), and the
+// completion's token usage. With n > 1 only the first choice is used. The
+// response body is bounded (WithMaxReplyBytes).
 func (m *ChatModel) Generate(ctx context.Context, transcript []oai.ChatCompletionMessageParamUnion, tools []runtime.ToolSchema, parallel bool) (agent.Reply[oai.ChatCompletionMessageParamUnion], error) {
 	var reply agent.Reply[oai.ChatCompletionMessageParamUnion]
 	if m == nil || m.client == nil {
 		return reply, errors.New("openai: ChatModel has no client")
 	}
+	p, names := m.request(transcript, tools, parallel)
+	limit := &replyLimit{max: maxReply(m.maxReply)}
+	resp, err := m.client.Chat.Completions.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	if err != nil {
+		return reply, limit.err(err)
+	}
+	if resp == nil || len(resp.Choices) == 0 {
+		return reply, ErrNoChoice // a body of null decodes to no completion at all
+	}
+	choice := resp.Choices[0]
+	reply.Messages = []oai.ChatCompletionMessageParamUnion{choice.Message.ToParam()}
+	reply.Calls = toolNames(names, ChatCalls(choice.Message))
+	reply.StopReason = choice.FinishReason
+	reply.Usage = chatUsage(resp.Usage)
+	return reply, nil
+}
+
+// request is the step's request: Params with the transcript, the tools
+// and the parallel flag.
+func (m *ChatModel) request(transcript []oai.ChatCompletionMessageParamUnion, tools []runtime.ToolSchema, parallel bool) (oai.ChatCompletionNewParams, *toolname.Names) {
 	p := m.params
 	p.Messages = transcript
 	p.Tools, p.ParallelToolCalls = nil, param.Opt[bool]{}
@@ -168,18 +190,17 @@ func (m *ChatModel) Generate(ctx context.Context, transcript []oai.ChatCompletio
 			p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
 		}
 	}
-	resp, err := m.client.Chat.Completions.New(ctx, p, m.options...)
-	if err != nil {
-		return reply, err
-	}
-	if resp == nil || len(resp.Choices) == 0 {
-		return reply, ErrNoChoice // a body of null decodes to no completion at all
-	}
-	choice := resp.Choices[0]
-	reply.Messages = []oai.ChatCompletionMessageParamUnion{choice.Message.ToParam()}
-	reply.Calls = toolNames(names, ChatCalls(choice.Message))
-	reply.StopReason = choice.FinishReason
-	return reply, nil
+	return p, names
+}
+
+// WithMaxReplyBytes returns a copy of m whose replies are bounded to n
+// bytes (the response body, or all a stream sends); past it the request
+// fails with agent.ErrReplyTooLarge. n ≤ 0 means
+// agent.DefaultMaxReplyBytes, the bound without it.
+func (m *ChatModel) WithMaxReplyBytes(n int64) *ChatModel {
+	c := *m
+	c.maxReply = n
+	return &c
 }
 
 // ToolResults is ChatToolMessages.

@@ -95,6 +95,18 @@
 //     that has no id (or an id another of its calls has) cannot be
 //     answered: agent.Run refuses it before any call runs
 //     (agent.ErrInvalidReply).
+//   - Usage and streaming: each reply carries its token usage
+//     (agent.Usage: prompt tokens, cached ones among them, completion
+//     tokens, reasoning ones among them). Both models are
+//     agent.StreamingModel: with a Text hook, agent.Run streams, the
+//     content deltas reach the hook and the reply is the one Generate
+//     gives for the same completion (Chat Completions asks for the usage
+//     chunk with stream_options.include_usage; Responses takes the
+//     response of its final event). Every reply body, streamed or not, is
+//     bounded (WithMaxReplyBytes, agent.DefaultMaxReplyBytes by default:
+//     agent.ErrReplyTooLarge); a stream cut or ended without its final
+//     event is agent.ErrStreamIncomplete, one that cannot be decoded
+//     agent.ErrStreamMalformed.
 //
 // # Example
 //

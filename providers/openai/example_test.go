@@ -156,3 +156,33 @@ func ExampleResponsesModel() {
 	// function_call_output call_1 "Error: disk full"
 	// answered completed 4 items
 }
+
+// With a Text hook the loop streams the model's text as it arrives; the
+// outcome (transcript, usage) is the one the loop builds without it.
+func ExampleChatModel_GenerateStream() {
+	srv := wire.New(wire.ChatStream("stop", []string{"Hello", ", ", "world."}))
+	defer srv.Close()
+	client := oai.NewClient(option.WithBaseURL(srv.URL()), option.WithAPIKey("test-key"),
+		option.WithHTTPClient(srv.Client()), option.WithMaxRetries(0))
+	reg, err := runtime.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+
+	model := openai.NewChatModel(&client, oai.ChatCompletionNewParams{Model: "gpt-4o"})
+	out, err := agent.Run(context.Background(), reg.Global(), model,
+		[]oai.ChatCompletionMessageParamUnion{oai.UserMessage("greet")},
+		agent.WithHooks(agent.Hooks[oai.ChatCompletionMessageParamUnion]{
+			Text: func(_ *agent.Step[oai.ChatCompletionMessageParamUnion], delta string) { fmt.Printf("%q\n", delta) },
+		}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Stop, out.Usage.TotalTokens, out.Usage.CachedInputTokens)
+	// Output:
+	// "Hello"
+	// ", "
+	// "world."
+	// answered 99 64
+}

@@ -173,10 +173,11 @@ func outputParts(r *runtime.Result) (responses.ResponseFunctionCallOutputItemLis
 // carries every output item back (ResponseInputItems), so the loop works
 // with store: false as well as with stored responses.
 type ResponsesModel struct {
-	client  *oai.Client
-	params  responses.ResponseNewParams
-	options []option.RequestOption
-	logger  *slog.Logger
+	client   *oai.Client
+	params   responses.ResponseNewParams
+	options  []option.RequestOption
+	logger   *slog.Logger
+	maxReply int64
 }
 
 var _ agent.Model[responses.ResponseInputItemUnionParam] = (*ResponsesModel)(nil)
@@ -215,13 +216,26 @@ func (e *ResponseFailedError) Error() string {
 // input items, its function calls (ResponseCalls, each mapped name back to
 // its tool's name) and, as the stop reason,
 // the response status ("completed"), or for an incomplete response the
-// reason it gives ("max_output_tokens", "content_filter", ...). A failed
-// response is a *ResponseFailedError.
+// reason it gives ("max_output_tokens", "content_filter", ...), and the
+// response's token usage. A failed response is a *ResponseFailedError. The
+// response body is bounded (WithMaxReplyBytes).
 func (m *ResponsesModel) Generate(ctx context.Context, transcript []responses.ResponseInputItemUnionParam, tools []runtime.ToolSchema, parallel bool) (agent.Reply[responses.ResponseInputItemUnionParam], error) {
 	var reply agent.Reply[responses.ResponseInputItemUnionParam]
 	if m == nil || m.client == nil {
 		return reply, errors.New("openai: ResponsesModel has no client")
 	}
+	p, names := m.request(transcript, tools, parallel)
+	limit := &replyLimit{max: maxReply(m.maxReply)}
+	resp, err := m.client.Responses.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	if err != nil {
+		return reply, limit.err(err)
+	}
+	return m.reply(resp, names)
+}
+
+// request is the step's request: Params with the transcript as input, the
+// tools and the parallel flag.
+func (m *ResponsesModel) request(transcript []responses.ResponseInputItemUnionParam, tools []runtime.ToolSchema, parallel bool) (responses.ResponseNewParams, *toolname.Names) {
 	p := m.params
 	p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: transcript}
 	p.Tools, p.ParallelToolCalls = nil, param.Opt[bool]{}
@@ -234,10 +248,12 @@ func (m *ResponsesModel) Generate(ctx context.Context, transcript []responses.Re
 			p.Tools, p.ParallelToolCalls = t, param.NewOpt(parallel)
 		}
 	}
-	resp, err := m.client.Responses.New(ctx, p, m.options...)
-	if err != nil {
-		return reply, err
-	}
+	return p, names
+}
+
+// reply is the agent's reply for a response, streamed or not.
+func (m *ResponsesModel) reply(resp *responses.Response, names *toolname.Names) (agent.Reply[responses.ResponseInputItemUnionParam], error) {
+	var reply agent.Reply[responses.ResponseInputItemUnionParam]
 	if resp == nil {
 		return reply, ErrNoResponse // a body of null decodes to no response at all
 	}
@@ -250,7 +266,18 @@ func (m *ResponsesModel) Generate(ctx context.Context, transcript []responses.Re
 	if resp.Status == responses.ResponseStatusIncomplete && resp.IncompleteDetails.Reason != "" {
 		reply.StopReason = resp.IncompleteDetails.Reason
 	}
+	reply.Usage = responseUsage(resp.Usage)
 	return reply, nil
+}
+
+// WithMaxReplyBytes returns a copy of m whose replies are bounded to n
+// bytes (the response body, or all a stream sends); past it the request
+// fails with agent.ErrReplyTooLarge. n ≤ 0 means
+// agent.DefaultMaxReplyBytes, the bound without it.
+func (m *ResponsesModel) WithMaxReplyBytes(n int64) *ResponsesModel {
+	c := *m
+	c.maxReply = n
+	return &c
 }
 
 // ToolResults is ResponseToolOutputs.

@@ -84,7 +84,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusInternalServerError, "script exhausted")
 		return
 	}
-	out, err := json.Marshal(next(req))
+	reply := next(req)
+	if ev, ok := reply.(Events); ok {
+		ev.write(w)
+		return
+	}
+	out, err := json.Marshal(reply)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, "script reply: "+err.Error())
 		return
@@ -133,8 +138,8 @@ func Chat(finish, content string, calls ...Call) Reply {
 			}},
 			"usage": map[string]any{
 				"prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99,
-				"prompt_tokens_details":     map[string]any{"cached_tokens": 0, "audio_tokens": 0},
-				"completion_tokens_details": map[string]any{"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+				"prompt_tokens_details":     map[string]any{"cached_tokens": 64, "audio_tokens": 0},
+				"completion_tokens_details": map[string]any{"reasoning_tokens": 5, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
 			},
 			"service_tier": "default", "system_fingerprint": "fp_scripted",
 		}
@@ -195,8 +200,8 @@ func Response(status, incomplete string, items ...Item) Reply {
 			"temperature": 1.0, "text": map[string]any{"format": map[string]any{"type": "text"}},
 			"tool_choice": "auto", "tools": tools, "top_p": 1.0, "truncation": "disabled",
 			"usage": map[string]any{
-				"input_tokens": 291, "input_tokens_details": map[string]any{"cached_tokens": 0},
-				"output_tokens": 23, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+				"input_tokens": 291, "input_tokens_details": map[string]any{"cached_tokens": 256},
+				"output_tokens": 23, "output_tokens_details": map[string]any{"reasoning_tokens": 7},
 				"total_tokens": 314,
 			},
 			"user": nil, "metadata": map[string]any{},
@@ -209,4 +214,117 @@ func modelOf(req map[string]any, def string) string {
 		return m
 	}
 	return def
+}
+
+// Events is a reply sent as a text/event-stream (what the client reads
+// when it asked with "stream": true): each event is written and flushed
+// in order; a string Data is sent as it is (so a test can send text that
+// is not JSON), anything else as its JSON. With Cut the connection is
+// dropped after the events, without the stream's end.
+type Events struct {
+	Events []Event
+	Cut    bool
+}
+
+// Event is one server-sent event: its name ("" for none) and data.
+type Event struct {
+	Name string
+	Data any
+}
+
+func (e Events) write(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	f, _ := w.(http.Flusher)
+	for _, ev := range e.Events {
+		data, ok := ev.Data.(string)
+		if !ok {
+			b, err := json.Marshal(ev.Data)
+			if err != nil {
+				panic(err)
+			}
+			data = string(b)
+		}
+		if ev.Name != "" {
+			fmt.Fprintf(w, "event: %s\n", ev.Name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		if f != nil {
+			f.Flush()
+		}
+	}
+	if e.Cut {
+		panic(http.ErrAbortHandler) // drops the connection mid-stream
+	}
+}
+
+// ChatStream is Chat's reply as chat.completion.chunk events: the content
+// in the given pieces, each call's arguments in two pieces, the finish
+// reason, a usage chunk (as with stream_options.include_usage) and
+// [DONE]. The reply it completes is Chat(finish, join(pieces), calls...).
+func ChatStream(finish string, pieces []string, calls ...Call) Reply {
+	return func(req map[string]any) any {
+		whole := Chat(finish, "", calls...)(req).(map[string]any)
+		chunk := func(delta map[string]any, finish any) Event {
+			return Event{Data: map[string]any{
+				"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
+				"model": whole["model"], "system_fingerprint": whole["system_fingerprint"],
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}},
+			}}
+		}
+		evs := []Event{chunk(map[string]any{"role": "assistant", "content": ""}, nil)}
+		for _, p := range pieces {
+			evs = append(evs, chunk(map[string]any{"content": p}, nil))
+		}
+		for i, c := range calls {
+			half := len(c.Arguments) / 2
+			evs = append(evs,
+				chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+					"function": map[string]any{"name": c.Name, "arguments": c.Arguments[:half]}}}}, nil),
+				chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i,
+					"function": map[string]any{"arguments": c.Arguments[half:]}}}}, nil))
+		}
+		evs = append(evs, chunk(map[string]any{}, finish))
+		evs = append(evs, Event{Data: map[string]any{
+			"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
+			"model": whole["model"], "choices": []any{}, "usage": whole["usage"],
+		}})
+		evs = append(evs, Event{Data: "[DONE]"})
+		return Events{Events: evs}
+	}
+}
+
+// ResponseStream is Response's reply as Responses streaming events:
+// response.created, the text of every message item as
+// response.output_text.delta events in the given pieces, and the final
+// event (response.completed, response.incomplete or response.failed)
+// carrying the response Response(status, incomplete, items...) returns.
+func ResponseStream(status, incomplete string, pieces []string, items ...Item) Reply {
+	return func(req map[string]any) any {
+		whole := Response(status, incomplete, items...)(req).(map[string]any)
+		seq := 0
+		ev := func(typ string, body map[string]any) Event {
+			body["type"], body["sequence_number"] = typ, seq
+			seq++
+			return Event{Name: typ, Data: body}
+		}
+		created := map[string]any{}
+		for k, v := range whole {
+			created[k] = v
+		}
+		created["status"], created["output"] = "in_progress", []any{}
+		evs := []Event{ev("response.created", map[string]any{"response": created})}
+		for _, p := range pieces {
+			evs = append(evs, ev("response.output_text.delta", map[string]any{
+				"item_id": "msg_stream", "output_index": 0, "content_index": 0, "delta": p, "logprobs": []any{}}))
+		}
+		final := "response.completed"
+		switch status {
+		case "incomplete":
+			final = "response.incomplete"
+		case "failed":
+			final = "response.failed"
+		}
+		evs = append(evs, ev(final, map[string]any{"response": whole}))
+		return Events{Events: evs}
+	}
 }

@@ -1,0 +1,148 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/runtime"
+)
+
+var _ agent.StreamingModel[sdk.MessageParam] = (*Model)(nil)
+
+// usage is a message's token usage in agent terms: Anthropic counts the
+// tokens written to and read from the cache apart from input_tokens, so
+// they are added in.
+func usage(u sdk.Usage) agent.Usage {
+	in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	return agent.Usage{
+		InputTokens: in, CachedInputTokens: u.CacheReadInputTokens,
+		OutputTokens: u.OutputTokens, ReasoningTokens: u.OutputTokensDetails.ThinkingTokens,
+		TotalTokens: in + u.OutputTokens,
+	}
+}
+
+// GenerateStream is Generate over a streamed message: the text_delta
+// events reach text as they arrive, the events are accumulated as the SDK
+// does (Message.Accumulate), and the reply is the one Generate returns for
+// the same message, usage included. A stream that ends before
+// message_stop is agent.ErrStreamIncomplete, an event out of order or
+// undecodable agent.ErrStreamMalformed; an error event is returned as the
+// SDK reports it; the size is bounded as Generate's reply is
+// (WithMaxReplyBytes).
+func (m *Model) GenerateStream(ctx context.Context, transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool, text func(delta string)) (agent.Reply[sdk.MessageParam], error) {
+	p, names := m.request(transcript, tools, parallel)
+	limit := &replyLimit{max: maxReply(m.maxReply)}
+	stream := m.client.Messages.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	defer stream.Close()
+	var msg sdk.Message
+	started, stopped := false, false
+	for !stopped && stream.Next() {
+		ev := stream.Current()
+		if !started && ev.Type != "message_start" {
+			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: %q before message_start", agent.ErrStreamMalformed, ev.Type))
+		}
+		if err := msg.Accumulate(ev); err != nil {
+			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err))
+		}
+		switch ev.Type {
+		case "message_start":
+			started = true
+		case "content_block_delta":
+			if ev.Delta.Type == "text_delta" && ev.Delta.Text != "" && text != nil {
+				text(ev.Delta.Text)
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return agent.Reply[sdk.MessageParam]{}, limit.err(streamErr(ctx, err))
+	}
+	if !stopped {
+		return agent.Reply[sdk.MessageParam]{}, fmt.Errorf("%w: no message_stop event", agent.ErrStreamIncomplete)
+	}
+	return messageReply(&msg, names), nil
+}
+
+// streamErr classifies the error that ended a stream: the provider's own
+// error event as it is, a connection cut mid-stream as
+// agent.ErrStreamIncomplete, anything else the decoder refused as
+// agent.ErrStreamMalformed. ctx's end is returned as it is.
+func streamErr(ctx context.Context, err error) error {
+	var apiErr *sdk.Error
+	switch {
+	case ctx.Err() != nil, errors.As(err, &apiErr):
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: %v", agent.ErrStreamIncomplete, err)
+	}
+	return fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err)
+}
+
+// replyLimit bounds the bytes of one reply's body, streamed or not: past
+// max, reading fails with agent.ErrReplyTooLarge and tripped is set, so
+// the adapter reports it whatever the SDK made of the read error.
+type replyLimit struct {
+	max     int64
+	tripped atomic.Bool
+}
+
+func maxReply(n int64) int64 {
+	if n <= 0 {
+		return agent.DefaultMaxReplyBytes
+	}
+	return n
+}
+
+func (l *replyLimit) option() option.RequestOption {
+	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if resp != nil && resp.Body != nil {
+			resp.Body = &limitedBody{rc: resp.Body, left: l.max, limit: l}
+		}
+		return resp, err
+	})
+}
+
+// err is ErrReplyTooLarge when the bound was passed, else err.
+func (l *replyLimit) err(err error) error {
+	if l.tripped.Load() {
+		return fmt.Errorf("%w: over %d bytes", agent.ErrReplyTooLarge, l.max)
+	}
+	return err
+}
+
+type limitedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit *replyLimit
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// At the bound: one byte more means too large; the end is fine.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n == 0 && err != nil {
+			return 0, err
+		}
+		b.limit.tripped.Store(true)
+		return 0, agent.ErrReplyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

@@ -1,0 +1,220 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/runtime"
+)
+
+var (
+	_ agent.StreamingModel[oai.ChatCompletionMessageParamUnion]   = (*ChatModel)(nil)
+	_ agent.StreamingModel[responses.ResponseInputItemUnionParam] = (*ResponsesModel)(nil)
+)
+
+// chatUsage is the usage of a chat completion in agent terms (prompt
+// tokens include the cached ones, completion tokens the reasoning ones).
+func chatUsage(u oai.CompletionUsage) agent.Usage {
+	return agent.Usage{
+		InputTokens: u.PromptTokens, CachedInputTokens: u.PromptTokensDetails.CachedTokens,
+		OutputTokens: u.CompletionTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens,
+		TotalTokens: total(u.TotalTokens, u.PromptTokens, u.CompletionTokens),
+	}
+}
+
+// responseUsage is the usage of a response in agent terms.
+func responseUsage(u responses.ResponseUsage) agent.Usage {
+	return agent.Usage{
+		InputTokens: u.InputTokens, CachedInputTokens: u.InputTokensDetails.CachedTokens,
+		OutputTokens: u.OutputTokens, ReasoningTokens: u.OutputTokensDetails.ReasoningTokens,
+		TotalTokens: total(u.TotalTokens, u.InputTokens, u.OutputTokens),
+	}
+}
+
+func total(sent, in, out int64) int64 {
+	if sent != 0 {
+		return sent
+	}
+	return in + out
+}
+
+// replyLimit bounds the bytes of one reply's body, streamed or not: past
+// max, reading fails with agent.ErrReplyTooLarge and tripped is set, so
+// the adapter reports it whatever the SDK made of the read error.
+type replyLimit struct {
+	max     int64
+	tripped atomic.Bool
+}
+
+func maxReply(n int64) int64 {
+	if n <= 0 {
+		return agent.DefaultMaxReplyBytes
+	}
+	return n
+}
+
+func (l *replyLimit) option() option.RequestOption {
+	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if resp != nil && resp.Body != nil {
+			resp.Body = &limitedBody{rc: resp.Body, left: l.max, limit: l}
+		}
+		return resp, err
+	})
+}
+
+// err turns a request's error into the reply's: ErrReplyTooLarge when the
+// bound was passed (whatever the SDK made of it), else err.
+func (l *replyLimit) err(err error) error {
+	if l.tripped.Load() {
+		return fmt.Errorf("%w: over %d bytes", agent.ErrReplyTooLarge, l.max)
+	}
+	return err
+}
+
+type limitedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit *replyLimit
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// At the bound: one byte more means too large; the end is fine.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n == 0 && err != nil {
+			return 0, err
+		}
+		b.limit.tripped.Store(true)
+		return 0, agent.ErrReplyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// streamErr classifies the error that ended a stream: the provider's own
+// error event as it is, a connection cut mid-stream as
+// agent.ErrStreamIncomplete, anything else the decoder refused as
+// agent.ErrStreamMalformed. ctx's end is returned as it is.
+func streamErr(ctx context.Context, err error) error {
+	var se *ssestream.StreamError
+	var apiErr *oai.Error
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return err
+	case errors.As(err, &se), errors.As(err, &apiErr):
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: %v", agent.ErrStreamIncomplete, err)
+	}
+	return fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err)
+}
+
+// GenerateStream is Generate over a streamed completion: the content of
+// the first choice reaches text as it arrives, and the reply — message,
+// calls, finish reason, usage (stream_options.include_usage is set) — is
+// the one Generate returns for the same completion. A stream that ends
+// without a finish reason is agent.ErrStreamIncomplete; its size is
+// bounded as Generate's reply is (WithMaxReplyBytes).
+func (m *ChatModel) GenerateStream(ctx context.Context, transcript []oai.ChatCompletionMessageParamUnion, tools []runtime.ToolSchema, parallel bool, text func(delta string)) (agent.Reply[oai.ChatCompletionMessageParamUnion], error) {
+	var reply agent.Reply[oai.ChatCompletionMessageParamUnion]
+	if m == nil || m.client == nil {
+		return reply, errors.New("openai: ChatModel has no client")
+	}
+	p, names := m.request(transcript, tools, parallel)
+	p.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+	limit := &replyLimit{max: maxReply(m.maxReply)}
+	stream := m.client.Chat.Completions.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	defer stream.Close()
+	var acc oai.ChatCompletionAccumulator
+	for stream.Next() {
+		chunk := stream.Current()
+		if !acc.AddChunk(chunk) {
+			return reply, limit.err(fmt.Errorf("%w: a chunk the stream cannot accumulate (choice index or tool call index out of range, or a changed id)", agent.ErrStreamMalformed))
+		}
+		for _, c := range chunk.Choices {
+			if c.Index == 0 && c.Delta.Content != "" && text != nil {
+				text(c.Delta.Content)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return reply, limit.err(streamErr(ctx, err))
+	}
+	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
+		return reply, fmt.Errorf("%w: no finish reason for the first choice", agent.ErrStreamIncomplete)
+	}
+	choice := acc.Choices[0]
+	reply.Messages = []oai.ChatCompletionMessageParamUnion{choice.Message.ToParam()}
+	reply.Calls = toolNames(names, ChatCalls(choice.Message))
+	reply.StopReason = choice.FinishReason
+	reply.Usage = chatUsage(acc.Usage)
+	return reply, nil
+}
+
+// GenerateStream is Generate over a streamed response: the
+// response.output_text.delta events reach text as they arrive, and the
+// reply is built from the response the final event carries
+// (response.completed, response.incomplete or response.failed), so it is
+// the one Generate returns for the same response. A stream that ends
+// without a final event is agent.ErrStreamIncomplete; an error event is
+// returned as a *ResponseFailedError; the size is bounded as Generate's
+// reply is (WithMaxReplyBytes).
+func (m *ResponsesModel) GenerateStream(ctx context.Context, transcript []responses.ResponseInputItemUnionParam, tools []runtime.ToolSchema, parallel bool, text func(delta string)) (agent.Reply[responses.ResponseInputItemUnionParam], error) {
+	var reply agent.Reply[responses.ResponseInputItemUnionParam]
+	if m == nil || m.client == nil {
+		return reply, errors.New("openai: ResponsesModel has no client")
+	}
+	p, names := m.request(transcript, tools, parallel)
+	limit := &replyLimit{max: maxReply(m.maxReply)}
+	stream := m.client.Responses.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	defer stream.Close()
+	var final *responses.Response
+	for final == nil && stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			if text != nil && ev.Delta != "" {
+				text(ev.Delta)
+			}
+		case "response.completed", "response.incomplete", "response.failed":
+			var r struct {
+				Response *responses.Response `json:"response"`
+			}
+			if err := json.Unmarshal([]byte(ev.RawJSON()), &r); err != nil || r.Response == nil {
+				return reply, limit.err(fmt.Errorf("%w: a %s event without its response", agent.ErrStreamMalformed, ev.Type))
+			}
+			final = r.Response
+		case "error":
+			return reply, &ResponseFailedError{Code: ev.Code, Message: ev.Message}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return reply, limit.err(streamErr(ctx, err))
+	}
+	if final == nil {
+		return reply, fmt.Errorf("%w: no response.completed, response.incomplete or response.failed event", agent.ErrStreamIncomplete)
+	}
+	return m.reply(final, names)
+}
