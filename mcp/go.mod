@@ -7,7 +7,10 @@ require (
 	github.com/toolscope/toolscope v0.0.0
 )
 
-require github.com/prometheus/otlptranslator v1.0.0 // indirect
+require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
+	github.com/prometheus/otlptranslator v1.0.0 // indirect
+)
 
 require (
 	github.com/Workiva/go-datastructures v1.1.3 // indirect
