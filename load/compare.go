@@ -19,11 +19,17 @@ const DefaultNoise = 0.25
 // run-to-run noise: the two runs' interval values differ by a two-sided
 // Mann–Whitney U test at NoiseAlpha, and the whole-run metric moved by
 // more than MinEffect (with hundreds of intervals the test finds shifts
-// too small to matter). A metric needs MinIntervals values on each side;
-// with fewer, the DefaultNoise threshold decides.
+// too small to matter, and the part of run-to-run noise that lies between
+// runs — the machine's load changing from one run to the next — cannot be
+// seen inside one). A metric needs MinIntervals values on each side; with
+// fewer, the DefaultNoise threshold decides.
+//
+// MinEffect is what two back-to-back runs of one scenario differed by on a
+// shared two-core machine: p50 and throughput up to about 10 %, with the
+// interval test alone calling that significant.
 const (
 	NoiseAlpha   = 0.001
-	MinEffect    = 0.05
+	MinEffect    = 0.15
 	MinIntervals = 8
 )
 
@@ -31,6 +37,9 @@ const (
 const (
 	MethodMannWhitney = "mann-whitney"
 	MethodThreshold   = "threshold"
+	// MethodTooFew: a tail percentile estimated from fewer than 10 values
+	// beyond it on a side (p99.9 of under 10,000 calls) is never marked.
+	MethodTooFew = "too-few"
 )
 
 // Diff is one metric of two reports side by side.
@@ -69,7 +78,9 @@ type Diff struct {
 // so a noisy machine needs a larger change to be marked than a quiet one.
 // Intervals of one run are not independent (a slow phase spans several),
 // which makes the p-value optimistic; the small alpha and the effect floor
-// allow for it. The other metrics, and any metric with fewer than
+// allow for it. A tail percentile with fewer than 10 values beyond it on a
+// side is never marked (MethodTooFew). The other metrics, and any metric
+// with fewer than
 // MinIntervals values on a side, are marked when they change by more than
 // noise (a fraction; 0 or less: DefaultNoise), either way. A latency
 // change is marked only when it also exceeds 0.05 ms, below which a shared
@@ -79,7 +90,7 @@ func Compare(a, b *Report, noise float64) []Diff {
 		noise = DefaultNoise
 	}
 	var out []Diff
-	add := func(metric string, va, vb float64, worse int, floor float64, sa, sb []float64) {
+	add := func(metric string, va, vb float64, worse int, floor float64, sa, sb []float64, tail tailCount) {
 		d := Diff{Metric: metric, A: va, B: vb, Worse: worse, Method: MethodThreshold, P: math.NaN(), NA: len(sa), NB: len(sb)}
 		rel := 0.0
 		switch {
@@ -93,7 +104,9 @@ func Compare(a, b *Report, noise float64) []Diff {
 			rel = math.Abs(d.Ratio - 1)
 		}
 		big := math.Abs(vb-va) > floor
-		if len(sa) >= MinIntervals && len(sb) >= MinIntervals {
+		if tail.q > 0 && !(tail.enough(tail.a) && tail.enough(tail.b)) {
+			d.Method = MethodTooFew
+		} else if len(sa) >= MinIntervals && len(sb) >= MinIntervals {
 			d.Method = MethodMannWhitney
 			d.P = mannWhitneyP(sa, sb)
 			d.Marked = d.P < NoiseAlpha && rel > MinEffect && big
@@ -104,13 +117,13 @@ func Compare(a, b *Report, noise float64) []Diff {
 		out = append(out, d)
 	}
 	ta, tb := a.intervals(), b.intervals()
-	add("throughput turns/s", a.Throughput.TurnsPerSecond, b.Throughput.TurnsPerSecond, -1, 0, ta.turnRate, tb.turnRate)
-	add("throughput calls/s", a.Throughput.CallsPerSecond, b.Throughput.CallsPerSecond, -1, 0, ta.rate, tb.rate)
+	add("throughput turns/s", a.Throughput.TurnsPerSecond, b.Throughput.TurnsPerSecond, -1, 0, ta.turnRate, tb.turnRate, tailCount{})
+	add("throughput calls/s", a.Throughput.CallsPerSecond, b.Throughput.CallsPerSecond, -1, 0, ta.rate, tb.rate, tailCount{})
 	lat := func(name string, la, lb Latency, p50a, p50b, p99a, p99b []float64) {
-		add(name+" p50 ms", la.P50Ms, lb.P50Ms, +1, 0.05, p50a, p50b)
-		add(name+" p90 ms", la.P90Ms, lb.P90Ms, +1, 0.05, nil, nil)
-		add(name+" p99 ms", la.P99Ms, lb.P99Ms, +1, 0.05, p99a, p99b)
-		add(name+" p99.9 ms", la.P999Ms, lb.P999Ms, +1, 0.05, nil, nil)
+		add(name+" p50 ms", la.P50Ms, lb.P50Ms, +1, 0.05, p50a, p50b, tailCount{})
+		add(name+" p90 ms", la.P90Ms, lb.P90Ms, +1, 0.05, nil, nil, tailCount{0.9, la.Count, lb.Count})
+		add(name+" p99 ms", la.P99Ms, lb.P99Ms, +1, 0.05, p99a, p99b, tailCount{0.99, la.Count, lb.Count})
+		add(name+" p99.9 ms", la.P999Ms, lb.P999Ms, +1, 0.05, nil, nil, tailCount{0.999, la.Count, lb.Count})
 	}
 	lat("turn", a.TurnLatency, b.TurnLatency, ta.turnP50, tb.turnP50, ta.turnP99, tb.turnP99)
 	lat("call", a.CallLatency, b.CallLatency, ta.callP50, tb.callP50, ta.callP99, tb.callP99)
@@ -121,10 +134,20 @@ func Compare(a, b *Report, noise float64) []Diff {
 		}
 		return float64(sumCounts(r.Failures)) / float64(r.Results)
 	}
-	add("failure rate", failRate(a), failRate(b), +1, 0.005, nil, nil)
-	add("max turns in flight per agent", float64(a.QueueDepth.MaxTurnsInFlightPerAgent), float64(b.QueueDepth.MaxTurnsInFlightPerAgent), +1, 0, nil, nil)
+	add("failure rate", failRate(a), failRate(b), +1, 0.005, nil, nil, tailCount{})
+	add("max turns in flight per agent", float64(a.QueueDepth.MaxTurnsInFlightPerAgent), float64(b.QueueDepth.MaxTurnsInFlightPerAgent), +1, 0, nil, nil, tailCount{})
 	return out
 }
+
+// tailCount is a tail percentile q (0: not one) and the values each
+// side's histogram holds. A count of 0 is a report without counts (built
+// by hand), taken as enough.
+type tailCount struct {
+	q    float64
+	a, b int64
+}
+
+func (t tailCount) enough(n int64) bool { return n == 0 || float64(n)*(1-t.q) >= 10-1e-9 }
 
 // series are a report's per-interval values (intervals where nothing
 // ended have no latency value).
@@ -222,8 +245,11 @@ func WriteComparison(w io.Writer, a, b *Report, diffs []Diff) error {
 			ratio = "new"
 		}
 		how := "threshold"
-		if d.Method == MethodMannWhitney {
+		switch d.Method {
+		case MethodMannWhitney:
 			how = fmt.Sprintf("p=%.2g over %d/%d intervals", d.P, d.NA, d.NB)
+		case MethodTooFew:
+			how = "too few values in the tail"
 		}
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%s\t%s\t%s\n", d.Metric, d.A, d.B, ratio, mark, how)
 	}

@@ -122,3 +122,21 @@ func TestCompare_FewIntervalsFallBackToThreshold(t *testing.T) {
 		}
 	}
 }
+
+// TestCompare_TailNeedsTenValuesBeyondIt: a doubled p99.9 over 5,000
+// calls a side (5 values beyond it) is not marked; over 20,000 it is.
+func TestCompare_TailNeedsTenValuesBeyondIt(t *testing.T) {
+	for _, c := range []struct {
+		count  int64
+		method string
+		marked bool
+	}{{5000, MethodTooFew, false}, {20000, MethodThreshold, true}} {
+		a := &Report{CallLatency: Latency{Count: c.count, P999Ms: 10}}
+		b := &Report{CallLatency: Latency{Count: c.count, P999Ms: 20}}
+		for _, d := range Compare(a, b, 0) {
+			if d.Metric == "call p99.9 ms" && (d.Method != c.method || d.Marked != c.marked || d.Regression != c.marked) {
+				t.Errorf("%d calls: %+v, want method %s marked %v", c.count, d, c.method, c.marked)
+			}
+		}
+	}
+}

@@ -202,7 +202,7 @@ func TestLoadCommand_InterruptWritesReportOfWhatRan(t *testing.T) {
 }
 
 // TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise: from a real run
-// of about a second (10+ timeline intervals), B with every latency doubled
+// of 2.5 s (25 timeline intervals), B with every latency doubled
 // and throughput halved — in the summary and in every interval — is a
 // marked regression (exit 3), decided by the interval test; the same
 // report twice, and B with each interval's values moved by up to ±10 %
@@ -212,8 +212,8 @@ func TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise(t *testing.T) {
 	a := filepath.Join(dir, "a.json")
 	if code, _ := runCmd(t, context.Background(), nil, "-scenario", writeScenario(t, `{"name": "cmp", "agents": {"count": 4},
 	  "tools": [{"name": "t", "mode": "parallel", "latency": {"kind": "uniform", "min": "2ms", "max": "4ms"}}],
-	  "turns": {"perAgent": 300, "callsPerTurn": {"min": 1, "max": 3}},
-	  "load": {"model": "closed", "duration": "1200ms"}}`), "-out", a, "-progress", "0"); code != 0 {
+	  "turns": {"perAgent": 1000, "callsPerTurn": {"min": 1, "max": 3}},
+	  "load": {"model": "closed", "duration": "2500ms"}}`), "-out", a, "-progress", "0"); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	base := readReport(t, a)
@@ -257,7 +257,7 @@ func TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise(t *testing.T) {
 	for _, line := range strings.Split(stdout, "\n") {
 		if (strings.HasPrefix(line, "turn p50") || strings.HasPrefix(line, "call p50") || strings.HasPrefix(line, "throughput")) &&
 			(!strings.Contains(line, "! worse") || !strings.Contains(line, "intervals")) {
-			t.Errorf("not marked by the interval test: %s", line)
+			t.Errorf("not marked by the interval test: %s\n%s", line, stdout)
 		}
 	}
 	for _, b := range []string{a, scaled("noise.json", 1, 0.1)} {
