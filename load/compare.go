@@ -28,7 +28,7 @@ const DefaultNoise = 0.25
 // shared two-core machine: p50 and throughput up to about 10 %, with the
 // interval test alone calling that significant.
 const (
-	NoiseAlpha   = 0.001
+	NoiseAlpha   = 0.01
 	MinEffect    = 0.15
 	MinIntervals = 8
 )

@@ -63,8 +63,8 @@ func syntheticRun(rng *rand.Rand, n int, rate, callP50 float64) *Report {
 }
 
 // TestCompare_NoiseFromIntervals: over 200 pairs of runs of the same
-// (synthetic, noisy) scenario, a change is marked in at most 2 % of the
-// pairs (NoiseAlpha is 0.1 % for each of 6 metrics); a planted 2× latency
+// (synthetic, noisy) scenario, a change is marked in at most 5 % of the
+// pairs (NoiseAlpha is 1 % for each of 6 metrics; MinEffect guards too); a planted 2× latency
 // regression (throughput halved) is marked, as a regression, in every one
 // of 200 pairs, on each metric with interval samples; the same report
 // twice marks nothing.
@@ -105,7 +105,7 @@ func TestCompare_NoiseFromIntervals(t *testing.T) {
 			}
 		}
 	}
-	if falseMarks > pairs*2/100 {
+	if falseMarks > pairs*5/100 {
 		t.Fatalf("%d of %d pairs of the same scenario had a change marked", falseMarks, pairs)
 	}
 	t.Logf("%d of %d pairs of the same scenario had a change marked", falseMarks, pairs)

@@ -210,8 +210,8 @@ func TestLoadCommand_InterruptWritesReportOfWhatRan(t *testing.T) {
 func TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.json")
-	if code, _ := runCmd(t, context.Background(), nil, "-scenario", writeScenario(t, `{"name": "cmp", "agents": {"count": 4},
-	  "tools": [{"name": "t", "mode": "parallel", "latency": {"kind": "uniform", "min": "2ms", "max": "4ms"}}],
+	if code, _ := runCmd(t, context.Background(), nil, "-scenario", writeScenario(t, `{"name": "cmp", "agents": {"count": 8},
+	  "tools": [{"name": "t", "mode": "parallel", "latency": {"kind": "uniform", "min": "10ms", "max": "20ms"}}],
 	  "turns": {"perAgent": 1000, "callsPerTurn": {"min": 1, "max": 3}},
 	  "load": {"model": "closed", "duration": "2500ms"}}`), "-out", a, "-progress", "0"); code != 0 {
 		t.Fatalf("exit %d", code)
