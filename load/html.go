@@ -380,7 +380,12 @@ func timeChart(id string, pts []xy, class string) template.HTML {
 
 // bucketLabel names a bucket by its upper bound.
 func bucketLabel(ms float64) string {
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 2, 64) }
+	g := func(v float64) string {
+		if v >= 100 {
+			return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+		}
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
 	switch {
 	case ms < 1:
 		return g(ms*1000) + "µs"

@@ -217,3 +217,13 @@ func TestBuckets_CountEveryValueOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketLabel_Readable: bucket bounds read as µs, ms or s with at most
+// three digits and no exponent.
+func TestBucketLabel_Readable(t *testing.T) {
+	for ms, want := range map[float64]string{0.001: "1µs", 0.512: "512µs", 0.064: "64µs", 4.096: "4.1ms", 131.072: "131ms", 2097.152: "2.1s", 262144.0: "262s"} {
+		if got := bucketLabel(ms); got != want {
+			t.Errorf("bucketLabel(%v) = %q, want %q", ms, got, want)
+		}
+	}
+}
