@@ -178,15 +178,26 @@ type xy struct{ X, Y float64 }
 
 // throughputSeries: the calls answered per second in each interval of
 // the timeline (the first from the start), at the interval's end.
+//
+// The last sample is taken when the run ends, often a moment after the
+// one before: a rate over so short an interval is mostly chance, so an
+// interval under half the one before it is merged into that one.
 func throughputSeries(tl []Sample) []xy {
 	var out []xy
 	tl = append([]Sample{{}}, tl...) // the start: nothing done yet
+	from, prevDt := 0, 0.0
 	for i := 1; i < len(tl); i++ {
 		dt := tl[i].Seconds - tl[i-1].Seconds
 		if dt <= 0 {
 			continue
 		}
-		out = append(out, xy{tl[i].Seconds, float64(tl[i].Results-tl[i-1].Results) / dt})
+		if len(out) > 0 && dt < prevDt/2 {
+			out = out[:len(out)-1] // merge: the rate over both intervals
+		} else {
+			from, prevDt = i-1, dt
+		}
+		span := tl[i].Seconds - tl[from].Seconds
+		out = append(out, xy{tl[i].Seconds, float64(tl[i].Results-tl[from].Results) / span})
 	}
 	return out
 }

@@ -129,14 +129,26 @@ func TestReportHTML_NumbersAreTheReports(t *testing.T) {
 			wantSeries[key] = append(wantSeries[key], xy{q.Ms, q.P})
 		}
 	}
+	// Throughput: the rate over each interval, an interval under half of
+	// the one before merged into it (the run's end is sampled at once).
+	type span struct{ from, to Sample }
+	var spans []span
 	prev := Sample{}
 	wantSeries["queue"] = []xy{{0, 0}}
 	for _, s := range r.Timeline {
 		if dt := s.Seconds - prev.Seconds; dt > 0 {
-			wantSeries["throughput"] = append(wantSeries["throughput"], xy{s.Seconds, float64(s.Results-prev.Results) / dt})
+			if n := len(spans); n > 0 && dt < (spans[n-1].to.Seconds-spans[n-1].from.Seconds)/2 {
+				spans[n-1].to = s
+			} else {
+				spans = append(spans, span{prev, s})
+			}
 		}
 		wantSeries["queue"] = append(wantSeries["queue"], xy{s.Seconds, float64(s.TurnsInFlight)})
 		prev = s
+	}
+	for _, sp := range spans {
+		wantSeries["throughput"] = append(wantSeries["throughput"],
+			xy{sp.to.Seconds, float64(sp.to.Results-sp.from.Results) / (sp.to.Seconds - sp.from.Seconds)})
 	}
 	var inBuckets int64
 	for _, k := range r.AdmissionWait.Buckets {
@@ -214,6 +226,21 @@ func TestBuckets_CountEveryValueOnce(t *testing.T) {
 	for le, n := range map[float64]int64{1: 1, 2: 1, 4: 2, 8: 1, 1024: 2, 2048: 1, 4096: 1, 8192: 1, 1 << 20: 1} {
 		if math.Abs(float64(got[le]-n)) > 0 {
 			t.Errorf("bucket ≤%v µs: %d, want %d (%+v)", le, got[le], n, bs)
+		}
+	}
+}
+
+// TestThroughputSeries_MergesAShortLastInterval: the run's end, sampled
+// 10 ms after the sample before, is not a rate of its own.
+func TestThroughputSeries_MergesAShortLastInterval(t *testing.T) {
+	got := throughputSeries([]Sample{{Seconds: 0.1, Results: 10}, {Seconds: 0.2, Results: 30}, {Seconds: 0.21, Results: 40}})
+	want := []xy{{0.1, 100}, {0.21, 30 / 0.11}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i].X-want[i].X) > 1e-9 || math.Abs(got[i].Y-want[i].Y) > 1e-9 {
+			t.Fatalf("got %v, want %v", got, want)
 		}
 	}
 }
