@@ -37,9 +37,32 @@
 // give every agent the same calls with the same arguments; which calls
 // overlap, and the measured times, depend on the machine.
 //
+// # Reports
+//
+// A Report is what a run measured (report.json is its JSON): counts,
+// throughput, HDR-histogram latencies (with CDF points and power-of-two
+// buckets), queue depth, failures by code, a per-tool breakdown, and a
+// timeline sampled every 100 ms (coarser for long runs) with each
+// interval's counts, turns in flight and call and turn p50/p99. The
+// interval histograms are filled under locks the collector already holds
+// and read by the sampling goroutine, off the calls' path. WriteSummary
+// writes the table, WriteHTML the self-contained report.html (inline CSS
+// and SVG, no script, nothing loaded from elsewhere), and Compare puts two
+// reports side by side, marking what exceeds run-to-run noise: for
+// throughput and the call and turn p50/p99 a Mann–Whitney U test on the two
+// runs' interval values (a run's own spread sets the bar; see Compare for
+// why this test), for the rest a fixed relative threshold.
+//
+// # Targets
+//
+// By default the calls go to simulated tools. A Target (Options.Target)
+// provides the tools instead — mcp/cmd/toolscope-load-mcp imports an MCP
+// server's tools through mcp.Import, over stdio or streamable HTTP — and
+// the run measures that server under toolscope's scheduler. This package
+// imports no MCP code: the seam is the Target interface.
+//
 // # Not yet
 //
 // Virtual time and record/replay (issue 24, parts 3 and 4) wait for the
-// registry's clock option; remote targets (MCP) and report.html are not
-// built yet.
+// registry's clock option; a cluster target waits for the cluster.
 package load

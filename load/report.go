@@ -38,6 +38,13 @@ type Sample struct {
 	Results       int64   `json:"results"`
 	Failures      int64   `json:"failures"`
 	TurnsInFlight int64   `json:"turnsInFlight"`
+	// The interval's latency: the p50 and p99 of the calls and turns that
+	// ended since the previous sample (0: none ended). Compare estimates
+	// run-to-run noise from them (see CompareWith).
+	CallP50Ms float64 `json:"callP50Ms,omitempty"`
+	CallP99Ms float64 `json:"callP99Ms,omitempty"`
+	TurnP50Ms float64 `json:"turnP50Ms,omitempty"`
+	TurnP99Ms float64 `json:"turnP99Ms,omitempty"`
 }
 
 // maxToolHistograms bounds the tools that get a latency histogram of their
@@ -55,6 +62,12 @@ type Latency struct {
 	P99Ms  float64 `json:"p99Ms"`
 	P999Ms float64 `json:"p999Ms"`
 	MaxMs  float64 `json:"maxMs"`
+	// CDF is the latency at fixed percentiles (cdfPercentiles), for the
+	// report's CDF charts.
+	CDF []Quantile `json:"cdf,omitempty"`
+	// Buckets counts the latencies in power-of-two buckets of microseconds
+	// (from the first to the last non-empty one), for histograms.
+	Buckets []Bucket `json:"buckets,omitempty"`
 }
 
 // ToolReport is one tool's part of a run.
@@ -163,6 +176,7 @@ func summarise(h *hdr.Histogram) Latency {
 		Count: h.TotalCount(), MinMs: ms(h.Min()), MeanMs: h.Mean() / 1000,
 		P50Ms: ms(h.ValueAtQuantile(50)), P90Ms: ms(h.ValueAtQuantile(90)),
 		P99Ms: ms(h.ValueAtQuantile(99)), P999Ms: ms(h.ValueAtQuantile(99.9)), MaxMs: ms(h.Max()),
+		CDF: cdf(h), Buckets: buckets(h),
 	}
 }
 
@@ -181,6 +195,7 @@ type collector struct {
 	perTool  map[string]*ToolReport
 	maxAgent int64
 	timeline []Sample
+	turnIv   *hdr.Histogram // the turns ended since the last sample
 
 	evMu      sync.Mutex // guards the event side (the subscriber's goroutine)
 	callLat   *hdr.Histogram
@@ -191,11 +206,12 @@ type collector struct {
 	turnStart map[string]time.Time
 	serial    time.Duration
 	turnRun   time.Duration
+	callIv    *hdr.Histogram // the calls ended since the last sample
 }
 
 func newCollector(*Scenario) *collector {
 	return &collector{
-		turnLat: newHist(), byCode: map[string]int64{}, perTool: map[string]*ToolReport{},
+		turnLat: newHist(), turnIv: newHist(), callIv: newHist(), byCode: map[string]int64{}, perTool: map[string]*ToolReport{},
 		callLat: newHist(), service: newHist(), admission: newHist(),
 		toolLat: map[string]*hdr.Histogram{}, turnStart: map[string]time.Time{},
 	}
@@ -220,6 +236,7 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 		c.maxAgent = m
 	}
 	record(c.turnLat, done.Sub(intended))
+	record(c.turnIv, done.Sub(intended))
 	var results []*runtime.Result
 	if res != nil {
 		results = res.Results
@@ -264,6 +281,7 @@ func (c *collector) event(e runtime.Event) {
 		c.finished++
 		lat := e.At.Sub(e.EnteredAt)
 		record(c.callLat, lat)
+		record(c.callIv, lat)
 		h := c.toolLat[e.Tool]
 		if h == nil && len(c.toolLat) < maxToolHistograms {
 			h = newHist()
@@ -321,8 +339,12 @@ func (c *collector) awaitEvents(sub *runtime.Subscription, wait time.Duration) {
 func (c *collector) sample() bool {
 	p := Sample{Seconds: time.Since(c.start).Seconds(), TurnsDone: c.turnsDone.Load(), Results: c.results.Load(),
 		Failures: c.failures.Load(), TurnsInFlight: c.inFlight.Load()}
+	c.evMu.Lock()
+	p.CallP50Ms, p.CallP99Ms = interval(c.callIv)
+	c.evMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	p.TurnP50Ms, p.TurnP99Ms = interval(c.turnIv)
 	c.timeline = append(c.timeline, p)
 	if len(c.timeline) < maxTimeline {
 		return false

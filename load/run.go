@@ -34,6 +34,9 @@ type Options struct {
 	// EventWait bounds how long Run waits, once the last turn has returned,
 	// for the registry's events to be delivered (default 10 s).
 	EventWait time.Duration
+	// Target, if set, provides the tools the calls go to instead of the
+	// simulated ones (see Target).
+	Target Target
 }
 
 // Progress is a snapshot of a run in progress.
@@ -135,6 +138,7 @@ type agent struct {
 	inFlight atomic.Int64
 	maxIn    atomic.Int64
 	turns    int
+	target   []TargetTool // with a Target: how to call each of the scenario's tools
 }
 
 // nextTurn draws the calls of the agent's next turn and names it.
@@ -162,6 +166,11 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 		}
 		if t.Mode == ModeByArgument {
 			args.Parallel = a.rng.Float64() < *t.ParallelFraction
+		}
+		if a.target != nil {
+			tt := a.target[a.picks[j]]
+			calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: tt.Name, ArgumentsText: tt.Arguments}
+			continue
 		}
 		calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: t.Name, ArgumentsText: args.text()}
 	}
@@ -200,7 +209,24 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		defer cancel()
 		_ = reg.Close(cctx)
 	}
+	var targetTools []TargetTool
+	if opts.Target != nil {
+		if targetTools, err = attachTarget(ctx, opts.Target, reg, sc); err != nil {
+			closeReg()
+			return nil, err
+		}
+		inner := closeReg
+		closeReg = func() {
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = opts.Target.Detach(dctx)
+			inner()
+		}
+	}
 	for _, t := range sc.Tools {
+		if opts.Target != nil {
+			break
+		}
 		d, err := toolDefinition(t)
 		if err != nil {
 			closeReg()
@@ -211,7 +237,7 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 			return nil, fmt.Errorf("load: tool %s: %w", t.Name, err)
 		}
 	}
-	agents, err := buildForest(reg, sc)
+	agents, err := buildForest(reg, sc, targetTools)
 	if err != nil {
 		closeReg()
 		return nil, err
@@ -317,8 +343,8 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 
 // buildForest creates the agent scopes, depth first, with their levels'
 // restrictions, and seeds each agent's generator from the scenario's seed
-// and its index.
-func buildForest(reg *runtime.Registry, sc *Scenario) ([]*agent, error) {
+// and its index. With a target's tools, the restrictions name them.
+func buildForest(reg *runtime.Registry, sc *Scenario, target []TargetTool) ([]*agent, error) {
 	var agents []*agent
 	seed := uint64(*sc.Seed)
 	var add func(parent *runtime.Scope, key string, depth int) error
@@ -336,12 +362,12 @@ func buildForest(reg *runtime.Registry, sc *Scenario) ([]*agent, error) {
 		if depth < len(sc.Agents.Levels) {
 			l := sc.Agents.Levels[depth]
 			if l.Allow != nil || l.Deny != nil {
-				if _, err := s.Restrict(runtime.Restriction{Allow: l.Allow, Deny: l.Deny}); err != nil {
+				if _, err := s.Restrict(targetRestriction(sc, l, target)); err != nil {
 					return fmt.Errorf("load: restrict %s: %w", key, err)
 				}
 			}
 		}
-		a := &agent{key: key, depth: depth, scope: s, rng: rand.New(rand.NewPCG(seed, uint64(len(agents))))}
+		a := &agent{key: key, depth: depth, scope: s, rng: rand.New(rand.NewPCG(seed, uint64(len(agents)))), target: target}
 		a.picks = sc.pickable(depth)
 		var c float64
 		for _, i := range a.picks {

@@ -25,32 +25,41 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+var expectAll = []string{"#kpis .v", "#cdf path.series", "#hidden", "#absent"}
+
 // TestCheckPage proves every rule can fail: each fixture in testdata
 // breaks one, and the check must name it; good.svg breaks none.
 func TestCheckPage(t *testing.T) {
 	for _, c := range []struct {
-		file string
-		want string // "" : no problem
+		file   string
+		want   string   // "" : no problem
+		expect []string // -expect selectors
 	}{
-		{"good.svg", ""},
-		{"overflow.svg", `text "10000 scopes" at [340.0`},
-		{"strike.svg", `text "0.581 (target)" at`},
-		{"strike.svg", "is struck through by line"},
-		{"straddle.svg", `text "a long tool name" at`},
-		{"straddle.svg", "straddles the edge of rect"},
-		{"overlap.svg", `text "t12" at`},
-		{"overlap.svg", `overlaps text "t13"`},
-		{"external.html", "request leaves the page: Image http://127.0.0.1:9/x.png"},
-		{"external.html", `reference to another origin: img src="http://127.0.0.1:9/x.png"`},
-		{"wide.html", "the page scrolls horizontally"},
-		{"wide.html", "div#chart"},
-		{"clipped.html", `text of div.name "researcher-1.scout"`},
-		{"clipped.html", "is cut off by its own box"},
-		{"blank.html", "blank:"},
-		{"throws.html", "script error: Uncaught"},
+		{"good.svg", "", nil},
+		{"overflow.svg", `text "10000 scopes" at [340.0`, nil},
+		{"strike.svg", `text "0.581 (target)" at`, nil},
+		{"strike.svg", "is struck through by line", nil},
+		{"straddle.svg", `text "a long tool name" at`, nil},
+		{"straddle.svg", "straddles the edge of rect", nil},
+		{"overlap.svg", `text "t12" at`, nil},
+		{"overlap.svg", `overlaps text "t13"`, nil},
+		{"external.html", "request leaves the page: Image http://127.0.0.1:9/x.png", nil},
+		{"external.html", `reference to another origin: img src="http://127.0.0.1:9/x.png"`, nil},
+		{"wide.html", "the page scrolls horizontally", nil},
+		{"wide.html", "div#chart", nil},
+		{"clipped.html", `text of div.name "researcher-1.scout"`, nil},
+		{"clipped.html", "is cut off by its own box", nil},
+		{"blank.html", "blank:", nil},
+		{"throws.html", "script error: Uncaught", nil},
+		{"console.html", "console error: chart data missing: 3", nil},
+		{"expect.html", "", []string{"#kpis .v:first-child", "#cdf path.series:first-child", "h1"}},
+		{"expect.html", "expected #kpis .v (match 2 of 2) is empty (no text)", expectAll},
+		{"expect.html", "expected #cdf path.series (match 2 of 2) is an empty line", expectAll},
+		{"expect.html", "expected #hidden (match 1 of 1) is hidden", expectAll},
+		{"expect.html", "expected #absent: no element matches", expectAll},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			res, err := CheckPage(browser, filepath.Join("testdata", c.file), 800, 600, filepath.Join(t.TempDir(), "shot.png"))
+			res, err := CheckPage(browser, filepath.Join("testdata", c.file), 800, 600, filepath.Join(t.TempDir(), "shot.png"), c.expect...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,11 +3,15 @@
 // element, when one does not render, when something overflows its box, or
 // when the page reaches for anything outside itself.
 //
-//	go run . [-widths 800,1280] [-height 900] [-shots DIR] FILE...
+//	go run . [-widths 800,1280] [-height 900] [-shots DIR] [-expect SELECTORS] FILE...
 //
 // For each file and width it checks that:
-//   - the page loads without a script error and a screenshot of it is not
-//     blank (one colour);
+//   - the page loads without a script error or a console.error message,
+//     and a screenshot of it is not blank (one colour);
+//   - with -expect (CSS selectors, separated by ";"), each selector
+//     matches at least one element and every element it matches is shown
+//     and not empty: a box of some size, and text in it unless it is an
+//     SVG shape (a path must have a length);
 //   - the page does not scroll horizontally, every SVG text lies inside
 //     its SVG viewport and the window, overlaps no other text, is crossed
 //     by no line but grid lines (class "grid") and either sits inside a
@@ -47,7 +51,14 @@ func main() {
 	widths := flag.String("widths", "800,1280", "window widths in px, comma-separated")
 	height := flag.Int("height", 900, "window height in px")
 	shots := flag.String("shots", "", "write a screenshot per page and width into DIR (default: a temporary directory)")
+	expect := flag.String("expect", "", `CSS selectors, separated by ";", that must each match shown, non-empty elements on every page`)
 	flag.Parse()
+	var expected []string
+	for _, sel := range strings.Split(*expect, ";") {
+		if sel = strings.TrimSpace(sel); sel != "" {
+			expected = append(expected, sel)
+		}
+	}
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: pagecheck [-widths 800,1280] [-height 900] [-shots DIR] FILE...")
 		os.Exit(2)
@@ -84,7 +95,7 @@ func main() {
 	for _, f := range flag.Args() {
 		for _, w := range ws {
 			shot := filepath.Join(dir, fmt.Sprintf("%s@%d.png", shotName(f), w))
-			res, err := CheckPage(b, f, w, *height, shot)
+			res, err := CheckPage(b, f, w, *height, shot, expected...)
 			if err != nil {
 				res.Problems = append(res.Problems, err.Error())
 			}
@@ -121,9 +132,10 @@ type Result struct {
 }
 
 // CheckPage loads file in a new tab of b with a window of width × height
-// px, checks it (see the package doc) and writes a PNG screenshot of the
-// window to shot. An error means the check itself could not run.
-func CheckPage(b *Browser, file string, width, height int, shot string) (Result, error) {
+// px, checks it (see the package doc), with the expected selectors, and
+// writes a PNG screenshot of the window to shot. An error means the check
+// itself could not run.
+func CheckPage(b *Browser, file string, width, height int, shot string, expected ...string) (Result, error) {
 	var res Result
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -155,7 +167,7 @@ func CheckPage(b *Browser, file string, width, height int, shot string) (Result,
 	s := att.SessionID
 
 	var mu sync.Mutex
-	var requests, exceptions []string
+	var requests, exceptions, consoleErrors []string
 	loaded := make(chan struct{}, 1)
 	b.On(s, func(method string, params json.RawMessage) {
 		switch method {
@@ -179,6 +191,27 @@ func CheckPage(b *Browser, file string, width, height int, shot string) (Result,
 			if json.Unmarshal(params, &p) == nil {
 				mu.Lock()
 				exceptions = append(exceptions, strings.TrimSpace(p.ExceptionDetails.Text+" "+p.ExceptionDetails.Exception.Description))
+				mu.Unlock()
+			}
+		case "Runtime.consoleAPICalled":
+			var p struct {
+				Type string
+				Args []struct {
+					Value       json.RawMessage
+					Description string
+				}
+			}
+			if json.Unmarshal(params, &p) == nil && (p.Type == "error" || p.Type == "assert") {
+				var parts []string
+				for _, a := range p.Args {
+					if a.Description != "" {
+						parts = append(parts, a.Description)
+					} else {
+						parts = append(parts, strings.Trim(string(a.Value), `"`))
+					}
+				}
+				mu.Lock()
+				consoleErrors = append(consoleErrors, strings.Join(parts, " "))
 				mu.Unlock()
 			}
 		case "Page.loadEventFired":
@@ -233,6 +266,18 @@ func CheckPage(b *Browser, file string, width, height int, shot string) (Result,
 		return res, fmt.Errorf("measure.js: %v: %s", err, raw)
 	}
 	res.Problems, res.Texts, res.Height = m.Problems, m.Texts, m.Height
+	if len(expected) > 0 {
+		sels, _ := json.Marshal(expected)
+		raw, err = evaluate(b, s, "("+expectJS+")("+string(sels)+")", false)
+		if err != nil {
+			return res, err
+		}
+		var missing []string
+		if err := json.Unmarshal(raw, &missing); err != nil {
+			return res, fmt.Errorf("expect: %v: %s", err, raw)
+		}
+		res.Problems = append(res.Problems, missing...)
+	}
 
 	raw, err = b.Call(s, "Page.captureScreenshot", map[string]any{"format": "png"}, timeout)
 	if err != nil {
@@ -258,6 +303,9 @@ func CheckPage(b *Browser, file string, width, height int, shot string) (Result,
 	for _, e := range exceptions {
 		res.Problems = append(res.Problems, "script error: "+e)
 	}
+	for _, e := range consoleErrors {
+		res.Problems = append(res.Problems, "console error: "+e)
+	}
 	for _, r := range requests {
 		_, u, _ := strings.Cut(r, " ")
 		if u == pageURL || strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") || strings.HasPrefix(u, "about:") {
@@ -267,6 +315,34 @@ func CheckPage(b *Browser, file string, width, height int, shot string) (Result,
 	}
 	return res, nil
 }
+
+// expectJS returns, for a list of CSS selectors, a problem for each one
+// that matches nothing and for each matched element that is hidden,
+// has no size, or is empty (no text; for an SVG shape no area, for a path
+// no length).
+const expectJS = `(sels) => {
+  const out = [];
+  const shapes = new Set(['path', 'line', 'polyline', 'polygon', 'rect', 'circle', 'ellipse', 'svg', 'g']);
+  for (const sel of sels) {
+    let els;
+    try { els = [...document.querySelectorAll(sel)]; } catch (e) { out.push('expected ' + sel + ': bad selector: ' + e.message); continue; }
+    if (!els.length) { out.push('expected ' + sel + ': no element matches'); continue; }
+    els.forEach((el, i) => {
+      const what = 'expected ' + sel + ' (match ' + (i + 1) + ' of ' + els.length + ')';
+      const cs = getComputedStyle(el);
+      const r = el.getBoundingClientRect();
+      if (cs.display === 'none' || cs.visibility === 'hidden' || +cs.opacity === 0) { out.push(what + ' is hidden'); return; }
+      const tag = el.tagName.toLowerCase();
+      if (tag === 'path' || tag === 'polyline' || tag === 'line') {
+        if (!(el.getTotalLength() > 0)) out.push(what + ' is an empty line (no length)');
+        return;
+      }
+      if (!(r.width > 0 && r.height > 0)) { out.push(what + ' has no size'); return; }
+      if (!shapes.has(tag) && !el.textContent.trim()) out.push(what + ' is empty (no text)');
+    });
+  }
+  return out;
+}`
 
 // evaluate runs expr in session s and returns its value as JSON.
 func evaluate(b *Browser, s, expr string, await bool) (json.RawMessage, error) {

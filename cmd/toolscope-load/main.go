@@ -3,7 +3,8 @@
 // cleanly on Ctrl-C with the report of what ran, prints a summary table
 // (throughput, call and turn latency p50/p90/p99/p99.9, admission wait,
 // queue depth, failures by code, time saved by parallelism) and writes
-// report.json.
+// report.json and report.html (latency CDFs, throughput and queue depth over
+// time, admission-wait histogram, per-tool breakdown, failures by code).
 //
 //	go run ./cmd/toolscope-load                      # the embedded closed-loop example
 //	go run ./cmd/toolscope-load -scenario my.json -out report.json
@@ -45,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", "example:closed", "scenario file, or example:NAME for an embedded one ("+strings.Join(prefixed(load.Examples()), ", ")+")")
 	out := fs.String("out", "report.json", "write the report as JSON to this file (empty: don't)")
+	htmlOut := fs.String("html", "auto", "write the report as a self-contained HTML page to this file (auto: next to -out, its name ending .html; empty: don't)")
 	every := fs.Duration("progress", time.Second, "print progress this often to stderr (0: never)")
 	printSchema := fs.Bool("schema", false, "print the scenario format's JSON Schema and exit")
 	compare := fs.Bool("compare", false, "compare two report.json files given as arguments (A then B) and exit")
@@ -122,6 +124,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "\nreport: %s\n", *out)
+	}
+	if p := htmlPath(*htmlOut, *out); p != "" {
+		if err := writeHTML(p, rep); err != nil {
+			fmt.Fprintln(stderr, "toolscope-load: report.html:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "page:   %s\n", p)
 	}
 	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -200,20 +201,27 @@ func TestLoadCommand_InterruptWritesReportOfWhatRan(t *testing.T) {
 	}
 }
 
-// TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise: B with every
-// latency doubled is a marked regression (exit 3); B within 10 % of A is
-// noise (exit 0, nothing marked).
+// TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise: from a real run
+// of 2.5 s (25 timeline intervals), B with every latency doubled
+// and throughput halved — in the summary and in every interval — is a
+// marked regression (exit 3), decided by the interval test; the same
+// report twice, and B with each interval's values moved by up to ±10 %
+// at random, are noise (exit 0, nothing marked).
 func TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.json")
-	if code, _ := runCmd(t, context.Background(), nil, "-scenario", writeScenario(t, `{"name": "cmp", "agents": {"count": 4},
-	  "tools": [{"name": "t", "mode": "parallel", "latency": {"kind": "uniform", "min": "2ms", "max": "4ms"}}],
-	  "turns": {"perAgent": 10, "callsPerTurn": {"min": 1, "max": 3}},
-	  "load": {"model": "closed"}}`), "-out", a, "-progress", "0"); code != 0 {
+	if code, _ := runCmd(t, context.Background(), nil, "-scenario", writeScenario(t, `{"name": "cmp", "agents": {"count": 8},
+	  "tools": [{"name": "t", "mode": "parallel", "latency": {"kind": "uniform", "min": "10ms", "max": "20ms"}}],
+	  "turns": {"perAgent": 1000, "callsPerTurn": {"min": 1, "max": 3}},
+	  "load": {"model": "closed", "duration": "2500ms"}}`), "-out", a, "-progress", "0"); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	base := readReport(t, a)
-	scaled := func(name string, f float64) string {
+	if len(base.Timeline) < load.MinIntervals+1 {
+		t.Fatalf("the run has %d intervals", len(base.Timeline))
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	scaled := func(name string, f float64, jitter float64) string {
 		r := *base
 		for _, l := range []*load.Latency{&r.TurnLatency, &r.CallLatency, &r.CallService, &r.AdmissionWait} {
 			l.P50Ms *= f
@@ -225,6 +233,16 @@ func TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise(t *testing.T) {
 		}
 		r.Throughput.TurnsPerSecond /= f
 		r.Throughput.CallsPerSecond /= f
+		r.Timeline = nil
+		for _, s := range base.Timeline {
+			j := func() float64 { return f * (1 + jitter*(2*rng.Float64()-1)) }
+			s.Seconds *= f // the same counts in f times the time
+			s.CallP50Ms *= j()
+			s.CallP99Ms *= j()
+			s.TurnP50Ms *= j()
+			s.TurnP99Ms *= j()
+			r.Timeline = append(r.Timeline, s)
+		}
 		b, _ := json.Marshal(&r)
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -232,17 +250,20 @@ func TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise(t *testing.T) {
 		}
 		return p
 	}
-	code, stdout := runCmd(t, context.Background(), nil, "-compare", a, scaled("slow.json", 2))
+	code, stdout := runCmd(t, context.Background(), nil, "-compare", a, scaled("slow.json", 2, 0))
 	if code != 3 || !strings.Contains(stdout, "turn p99 ms") || !strings.Contains(stdout, "! worse") {
 		t.Fatalf("2× regression: exit %d\n%s", code, stdout)
 	}
 	for _, line := range strings.Split(stdout, "\n") {
-		if (strings.HasPrefix(line, "turn p50") || strings.HasPrefix(line, "throughput")) && !strings.Contains(line, "! worse") {
-			t.Errorf("not marked: %s", line)
+		if (strings.HasPrefix(line, "turn p50") || strings.HasPrefix(line, "call p50") || strings.HasPrefix(line, "throughput")) &&
+			(!strings.Contains(line, "! worse") || !strings.Contains(line, "intervals")) {
+			t.Errorf("not marked by the interval test: %s\n%s", line, stdout)
 		}
 	}
-	code, stdout = runCmd(t, context.Background(), nil, "-compare", a, scaled("noise.json", 1.1))
-	if code != 0 || strings.Contains(stdout, "!") || strings.Contains(stdout, "+ better") {
-		t.Fatalf("noise marked: exit %d\n%s", code, stdout)
+	for _, b := range []string{a, scaled("noise.json", 1, 0.1)} {
+		code, stdout = runCmd(t, context.Background(), nil, "-compare", a, b)
+		if code != 0 || strings.Contains(stdout, "!") || strings.Contains(stdout, "+ better") {
+			t.Fatalf("noise marked (%s): exit %d\n%s", b, code, stdout)
+		}
 	}
 }
