@@ -7,6 +7,8 @@ require (
 	github.com/toolscope/toolscope v0.1.0
 )
 
+require github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
+
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/segmentio/asm v1.1.3 // indirect
