@@ -48,6 +48,14 @@ func TestCheckPage(t *testing.T) {
 		{"clipped.html", "is cut off by its own box"},
 		{"blank.html", "blank:"},
 		{"throws.html", "script error: Uncaught"},
+		{"console.html", "console error: the page logged an error"},
+		{"timeline-inert.html", "marker lane parent: path.mk.failed is 4.0×4.0 px, under 10×10"},
+		{"timeline-inert.html", "turn frame lane parent: rect.turn"},
+		{"timeline-inert.html", "dragging across 30%–55% of the plot shows 0–1000 µs"},
+		{"timeline-inert.html", "after a click on parent's toggle"},
+		{"timeline-inert.html", "with failures only: on false"},
+		{"timeline-inert.html", "hovering a failure marker shows"},
+		{"timeline-inert.html", "the table lists 0 calls"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			res, err := CheckPage(browser, filepath.Join("testdata", c.file), 800, 600, filepath.Join(t.TempDir(), "shot.png"))

@@ -6,8 +6,8 @@
 //	go run . [-widths 800,1280] [-height 900] [-shots DIR] FILE...
 //
 // For each file and width it checks that:
-//   - the page loads without a script error and a screenshot of it is not
-//     blank (one colour);
+//   - the page loads without a script error or an error on the console,
+//     and a screenshot of it is not blank (one colour);
 //   - the page does not scroll horizontally, every SVG text lies inside
 //     its SVG viewport and the window, overlaps no other text, is crossed
 //     by no line but grid lines (class "grid") and either sits inside a
@@ -16,7 +16,15 @@
 //   - no request leaves the page: every request the DevTools Network
 //     domain reports is for the file itself or a data:/blob: URL (the
 //     page is loaded offline, so none could succeed anyway), and no
-//     attribute or style in the DOM refers to another origin.
+//     attribute or style in the DOM refers to another origin;
+//   - a page that exposes window.timeline (the demo's timeline.html) zooms,
+//     collapses, filters and shows its cards when driven with real mouse
+//     and keyboard input, and marks every failure visibly (checkTimeline).
+//
+// It prints each page's size, the time to its load event and to its
+// first paint after it, and for a timeline the time its script took to
+// draw it (PAGECHECK_TRACE=1 also prints how long each step of a
+// timeline's check took).
 //
 // Chromium is found as $CHROMIUM or "chromium" on $PATH and driven over
 // --remote-debugging-pipe (see Browser).
