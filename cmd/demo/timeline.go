@@ -332,7 +332,7 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) (*tlPage, error)
 	}
 	page := &tlPage{
 		Title: fmt.Sprintf("toolscope · %d agents, %s, %s", len(plan.Agents), count(sum.Total.Calls, "call"), count(sum.Turns, "turn")),
-		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents under their parent) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · %s",
+		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents under their parent) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · %s · drag across the chart to zoom; hover or click a bar for its details",
 			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial), codeNote(plan)),
 		Data:  template.JS(js),
 		Calls: len(data.Calls),
