@@ -6,7 +6,7 @@
 //	go run . [-widths 800,1280] [-height 900] [-shots DIR] [-expect SELECTORS] FILE...
 //
 // For each file and width it checks that:
-//   - the page loads without a script error or a console.error message,
+//   - the page loads without a script error or an error on the console,
 //     and a screenshot of it is not blank (one colour);
 //   - with -expect (CSS selectors, separated by ";"), each selector
 //     matches at least one element and every element it matches is shown
@@ -20,7 +20,15 @@
 //   - no request leaves the page: every request the DevTools Network
 //     domain reports is for the file itself or a data:/blob: URL (the
 //     page is loaded offline, so none could succeed anyway), and no
-//     attribute or style in the DOM refers to another origin.
+//     attribute or style in the DOM refers to another origin;
+//   - a page that exposes window.timeline (the demo's timeline.html) zooms,
+//     collapses, filters and shows its cards when driven with real mouse
+//     and keyboard input, and marks every failure visibly (checkTimeline).
+//
+// It prints each page's size, the time to its load event and to its
+// first paint after it, and for a timeline the time its script took to
+// draw it (PAGECHECK_TRACE=1 also prints how long each step of a
+// timeline's check took).
 //
 // Chromium is found as $CHROMIUM or "chromium" on $PATH and driven over
 // --remote-debugging-pipe (see Browser).
@@ -100,7 +108,7 @@ func main() {
 				res.Problems = append(res.Problems, err.Error())
 			}
 			if len(res.Problems) == 0 {
-				fmt.Printf("ok    %s @%dpx: %d texts, %dpx tall · %s\n", f, w, res.Texts, res.Height, shot)
+				fmt.Printf("ok    %s @%dpx: %s, %d texts, %dpx tall, loaded in %s, painted in %s%s · %s\n", f, w, size(f), res.Texts, res.Height, res.Load, res.Ready, drawNote(res), shot)
 				continue
 			}
 			failed++
@@ -129,6 +137,13 @@ type Result struct {
 	Problems []string // empty: the page passed
 	Texts    int      // SVG text elements measured
 	Height   int      // px, the page's full height
+	// Load is the time from the navigation to the load event and Ready
+	// to the first two frames painted after it (fonts loaded); both as
+	// the browser's clock reads them (performance.now()).
+	Load, Ready time.Duration
+	// Draw is how long a timeline page's script took to draw it first
+	// (0 for other pages).
+	Draw time.Duration
 }
 
 // CheckPage loads file in a new tab of b with a window of width × height
@@ -167,7 +182,7 @@ func CheckPage(b *Browser, file string, width, height int, shot string, expected
 	s := att.SessionID
 
 	var mu sync.Mutex
-	var requests, exceptions, consoleErrors []string
+	var requests, exceptions, consoleErrs []string
 	loaded := make(chan struct{}, 1)
 	b.On(s, func(method string, params json.RawMessage) {
 		switch method {
@@ -197,7 +212,7 @@ func CheckPage(b *Browser, file string, width, height int, shot string, expected
 			var p struct {
 				Type string
 				Args []struct {
-					Value       json.RawMessage
+					Value       any
 					Description string
 				}
 			}
@@ -207,11 +222,20 @@ func CheckPage(b *Browser, file string, width, height int, shot string, expected
 					if a.Description != "" {
 						parts = append(parts, a.Description)
 					} else {
-						parts = append(parts, strings.Trim(string(a.Value), `"`))
+						parts = append(parts, fmt.Sprint(a.Value))
 					}
 				}
 				mu.Lock()
-				consoleErrors = append(consoleErrors, strings.Join(parts, " "))
+				consoleErrs = append(consoleErrs, p.Type+": "+strings.Join(parts, " "))
+				mu.Unlock()
+			}
+		case "Log.entryAdded":
+			var p struct {
+				Entry struct{ Level, Source, Text, URL string }
+			}
+			if json.Unmarshal(params, &p) == nil && p.Entry.Level == "error" {
+				mu.Lock()
+				consoleErrs = append(consoleErrs, p.Entry.Source+": "+p.Entry.Text)
 				mu.Unlock()
 			}
 		case "Page.loadEventFired":
@@ -228,6 +252,7 @@ func CheckPage(b *Browser, file string, width, height int, shot string, expected
 		{"Page.enable", nil},
 		{"Network.enable", nil},
 		{"Runtime.enable", nil},
+		{"Log.enable", nil},
 		// Nothing can leave the machine; an attempt still shows as a request.
 		{"Network.emulateNetworkConditions", map[string]any{"offline": true, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}},
 		{"Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}},
@@ -250,8 +275,15 @@ func CheckPage(b *Browser, file string, width, height int, shot string, expected
 		return res, fmt.Errorf("%s: no load event in %s", file, timeout)
 	}
 	// Let fonts and layout settle: two animation frames after the fonts.
-	if _, err := evaluate(b, s, `document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))))`, true); err != nil {
+	raw, err = evaluate(b, s, `document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() =>
+		r([performance.getEntriesByType('navigation')[0]?.loadEventEnd || 0, performance.now()])))))`, true)
+	if err != nil {
 		return res, err
+	}
+	var times [2]float64
+	if json.Unmarshal(raw, &times) == nil {
+		res.Load = time.Duration(times[0] * float64(time.Millisecond)).Round(time.Millisecond)
+		res.Ready = time.Duration(times[1] * float64(time.Millisecond)).Round(time.Millisecond)
 	}
 	raw, err = evaluate(b, s, measureJS, false)
 	if err != nil {
@@ -298,13 +330,55 @@ func CheckPage(b *Browser, file string, width, height int, shot string, expected
 		res.Problems = append(res.Problems, fmt.Sprintf("screenshot %s: %v", shot, err))
 	}
 
+	// A page with window.timeline is driven: zoom, collapse, filter, card.
+	var interactive bool
+	if raw, err := evaluate(b, s, `typeof window.timeline === 'object' && typeof window.timeline.state === 'function'`, false); err != nil {
+		return res, err
+	} else if err := json.Unmarshal(raw, &interactive); err != nil {
+		return res, err
+	}
+	if interactive {
+		measure := func(label string) ([]string, error) {
+			raw, err := evaluate(b, s, measureJS, false)
+			if err != nil {
+				return nil, err
+			}
+			var m struct{ Problems []string }
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, fmt.Errorf("measure.js (%s): %v", label, err)
+			}
+			return m.Problems, nil
+		}
+		snap := func(name string) error {
+			raw, err := b.Call(s, "Page.captureScreenshot", map[string]any{"format": "png"}, timeout)
+			if err != nil {
+				return err
+			}
+			var sc struct{ Data string }
+			if err := json.Unmarshal(raw, &sc); err != nil {
+				return err
+			}
+			img, err := base64.StdEncoding.DecodeString(sc.Data)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(strings.TrimSuffix(shot, ".png")+"-"+name+".png", img, 0o644)
+		}
+		ps, drawMs, err := checkTimeline(b, s, measure, snap)
+		if err != nil {
+			return res, fmt.Errorf("timeline check: %w", err)
+		}
+		res.Problems = append(res.Problems, ps...)
+		res.Draw = time.Duration(drawMs * float64(time.Millisecond)).Round(time.Millisecond)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	for _, e := range exceptions {
 		res.Problems = append(res.Problems, "script error: "+e)
 	}
-	for _, e := range consoleErrors {
-		res.Problems = append(res.Problems, "console error: "+e)
+	for _, e := range consoleErrs {
+		res.Problems = append(res.Problems, "console "+e)
 	}
 	for _, r := range requests {
 		_, u, _ := strings.Cut(r, " ")
@@ -399,6 +473,23 @@ func notBlank(pngData []byte) error {
 		return fmt.Errorf("blank: %d of %d sampled pixels differ from the background rgb%v", other, total, bg)
 	}
 	return nil
+}
+
+// drawNote says how long a timeline page's script took to draw it.
+func drawNote(r Result) string {
+	if r.Draw == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (its script drew it in %s)", r.Draw)
+}
+
+// size is the size of file, as "123 KB".
+func size(file string) string {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "? KB"
+	}
+	return fmt.Sprintf("%d KB", (fi.Size()+512)/1024)
 }
 
 // shotName names a file's screenshots after its last two path elements,

@@ -95,18 +95,24 @@ func TestGoldenSummary(t *testing.T) {
 		t.Errorf("events %v, want %d of each", kinds, want)
 	}
 
-	// The timeline: self-contained, a lane per agent, a bar per call.
+	// The timeline: self-contained, a lane per agent, every call once (as
+	// data the page draws).
 	b, err := os.ReadFile(filepath.Join(dir, "timeline.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	page := string(b)
-	if n := strings.Count(page, `<g class="bar `); n != sum.Total.Calls {
-		t.Errorf("timeline has %d bars, want %d", n, sum.Total.Calls)
+	d := pageData(t, page)
+	if len(d.Calls) != sum.Total.Calls {
+		t.Errorf("timeline has %d calls, want %d", len(d.Calls), sum.Total.Calls)
+	}
+	lanes := map[string]int{}
+	for _, l := range d.Lanes {
+		lanes[l.Name]++
 	}
 	for _, a := range sum.Agents {
-		if n := strings.Count(page, `<span class="k">`+a.Agent+`</span>`); n != 1 {
-			t.Errorf("timeline has %d lanes named %s, want 1", n, a.Agent)
+		if lanes[a.Agent] != 1 {
+			t.Errorf("timeline has %d lanes named %s, want 1", lanes[a.Agent], a.Agent)
 		}
 	}
 	for _, bad := range []string{"<script src", "<link", "@import", "https://fonts", "url("} {
@@ -114,17 +120,25 @@ func TestGoldenSummary(t *testing.T) {
 			t.Errorf("timeline is not self-contained: contains %q", bad)
 		}
 	}
-	// The code-mode agent: a run_code bar per turn, each with the box
-	// holding its program's calls.
+	// The code-mode agent: a run_code call per turn, each with its
+	// program's calls pointing at it.
 	if sum.Programs == 0 || sum.ProgramCalls == 0 {
 		t.Errorf("%d programs made %d calls, want some of each", sum.Programs, sum.ProgramCalls)
 	}
-	if n, m := strings.Count(page, `<g class="bar program"`), strings.Count(page, `<rect class="prog"`); n != sum.Programs || m != sum.Programs {
-		t.Errorf("timeline has %d run_code bars and %d program boxes, want %d of each", n, m, sum.Programs)
+	kinds, programs, programCalls := map[string]int{}, map[int]bool{}, 0
+	for _, c := range d.Calls {
+		kinds[d.Kinds[c.Kind]]++
+		if c.Program >= 0 {
+			programs[c.Program] = true
+			programCalls++
+		}
 	}
-	for _, want := range []string{`class="barrier"`, `<title>`, `class="bar denied"`, `class="bar failed"`} {
-		if !strings.Contains(page, want) {
-			t.Errorf("timeline lacks %s", want)
+	if kinds["program"] != sum.Programs || len(programs) != sum.Programs || programCalls != sum.ProgramCalls {
+		t.Errorf("timeline has %d run_code calls, %d with calls that made %d calls, want %d, %d and %d", kinds["program"], len(programs), programCalls, sum.Programs, sum.Programs, sum.ProgramCalls)
+	}
+	for _, want := range []string{"denied", "failed", "exclusive", "parallel"} {
+		if kinds[want] == 0 {
+			t.Errorf("timeline has no %s call: %v", want, kinds)
 		}
 	}
 }

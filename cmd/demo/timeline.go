@@ -2,160 +2,149 @@ package main
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/toolscope/toolscope/messages"
 	"github.com/toolscope/toolscope/runtime"
 )
 
 // The timeline is one self-contained HTML file built with html/template
-// from timeline.html.tmpl: inline CSS, one inline SVG per lane drawn from
-// the execution events, and a few lines of JS for the hover card. Nothing
-// is fetched.
+// from timeline.html.tmpl. The calls are in the page once, as compact JSON
+// (tlData, in a <script type="application/json">), and a small inline
+// script draws them as one SVG per lane at the width the window gives it:
+// it packs bars into rows, puts a label where the measured text fits
+// (inside its bar, or beside it up to the next bar, barrier or the end of
+// its turn) and nowhere else, and marks every failure with a shape of its
+// own that keeps its size at any zoom. The page zooms (drag across the
+// chart; a reset), collapses lanes (a parent's sub-agents fold into it)
+// and filters to failures only; every call is in a table too, for the
+// keyboard and screen readers. Nothing is fetched.
 //
-// The page follows the window: lane names sit in a fixed column and every
-// position in a lane's SVG is a percentage of the plot's width, so the
-// bars stretch while the text keeps its size. Which labels are drawn is
-// decided here, for the narrowest plot the page lays out without scrolling
-// (tlMinPlotW, an 800 px window): a label that fits there fits at any
-// wider width, because gaps grow with the width and text does not.
+// The page exposes window.timeline.state() (read only) so that the browser
+// check (.ci/pagecheck) can see what is drawn after it drives the page
+// with real mouse input.
 
 //go:embed timeline.html.tmpl
 var timelineTemplate string
 
-var timelineTmpl = template.Must(template.New("timeline").Funcs(template.FuncMap{
-	"pct": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 3, 64) + "%" },
-	"num": func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-}).Parse(timelineTemplate))
+var timelineTmpl = template.Must(template.New("timeline").Parse(timelineTemplate))
+
+// Kinds of call, as the page draws them; the index is what tlCall.Kind
+// holds. From tlFirstFailure on, a kind is a failure: it gets a marker and
+// stays under "failures only".
+var tlKinds = []string{"parallel", "exclusive", "program", "denied", "failed", "timeout", "aborted"}
 
 const (
-	tlMinPlotW = 540.0 // px: the plot's min-width in the CSS
-	tlHeadH    = 16    // px: the strip of turn labels at the top of a lane
-	tlRowH     = 19    // px per row of bars
-	tlBarH     = 15    // px: a bar's height
-	tlPad      = 4     // px below the last row
-	tlMinW     = 3.0   // px, so instant calls (denials) stay visible
-	tlGap      = 3.0   // px between a bar and a label beside it
+	tlParallel = iota
+	tlExclusive
+	tlProgram
+	tlDenied
+	tlFailed
+	tlTimeout
+	tlAborted
 
-	// Text widths are estimated from the monospace fonts' advance (about
-	// 0.6 em; 0.62 leaves a margin) at the sizes in the CSS.
-	tlBarFont  = 11.0 // .bt
-	tlTurnFont = 10.5 // .tlabel
-	tlTickFont = 11.0 // .tick
-	tlEm       = 0.62
+	tlFirstFailure = tlDenied
 )
 
-const (
-	colParallel  = "#2563eb"
-	colExclusive = "#7c3aed"
-	colDenied    = "#f59e0b"
-	colFailed    = "#dc2626"
-	colProgram   = "#0d9488" // a run_code program; its calls are drawn beneath it
-)
+// tlColors are the kinds' colours, in tlKinds' order.
+var tlColors = []string{"#2563eb", "#7c3aed", "#0d9488", "#f59e0b", "#dc2626", "#be185d", "#475569"}
 
-func barClass(c callRecord) (class, color, outcome string) {
+// callKind classifies a call for the page: its failure first (a denial,
+// a timeout, an interruption, any other error), else how it ran.
+func callKind(c callRecord) int {
 	switch {
 	case c.Code == messages.OutcomeDenied:
-		return "denied", colDenied, "denied"
+		return tlDenied
+	case c.Code == string(runtime.CodeToolTimeout):
+		return tlTimeout
+	case c.Code == string(runtime.CodeAborted) || c.Code == string(runtime.CodeAbortedBeforeDispatch):
+		return tlAborted
 	case c.IsError:
-		return "failed", colFailed, "failed " + c.Code
+		return tlFailed
 	case c.Tool == runtime.RunCodeName:
-		return "program", colProgram, "ok"
+		return tlProgram
 	case c.Mode == messages.ModeParallel:
-		return "parallel", colParallel, "ok"
+		return tlParallel
 	default:
-		return "exclusive", colExclusive, "ok"
+		return tlExclusive
 	}
-}
-
-func modeName(m messages.ExecutionMode) string {
-	switch m {
-	case messages.ModeParallel:
-		return "parallel"
-	case messages.ModeExclusive:
-		return "exclusive"
-	}
-	return "unclassified"
-}
-
-// textW estimates the width in px of s at font size px.
-func textW(s string, px float64) float64 {
-	return float64(len([]rune(s))) * px * tlEm
 }
 
 // tlPage is what timeline.html.tmpl renders.
 type tlPage struct {
 	Title, Sub string
-	Colors     map[string]string
-	MinPlotW   int
-	Ticks      []tlTick
-	Lanes      []tlLane
+	Kinds      []tlKindStyle
 	Rows       []tlRow
 	Footer     string
+	Data       template.JS // tlData as JSON: html/template keeps it as is in the JSON script
+	Calls      int
 }
 
-// tlTick is one axis tick; X is a fraction of the plot's width.
-type tlTick struct {
-	X      float64
-	Label  string // "" draws the grid line only
-	Anchor string
+// tlKindStyle is one kind's name and colour, for the CSS and the legend.
+type tlKindStyle struct{ Name, Color string }
+
+// tlData is everything the page's script draws. Times are microseconds
+// since the first call started.
+type tlData struct {
+	// End is where the time axis ends: the last call's end, so the last
+	// turn's frame is inside the plot (the script keeps a margin on both
+	// sides for the frames' strokes and the markers).
+	End   int64    `json:"end"`
+	Kinds []string `json:"kinds"`
+	Tools []string `json:"tools"` // tlCall.Tool indexes it
+	Lanes []tlLane `json:"lanes"`
+	Turns []tlTurn `json:"turns"`
+	Calls []tlCall `json:"calls"` // by lane, then start, then call id
 }
 
 // tlLane is one agent scope.
 type tlLane struct {
-	Name     string // unique among the lanes
-	Depth    int
-	Calls    int
-	Code     bool // the agent works in code mode (run_code programs)
-	H        int  // px
-	BandH    int  // px: a turn band's height
-	Head     int  // px: where bars (and barriers) begin
-	Alt      bool
-	Turns    []tlTurn
-	Barriers []float64
-	Programs []tlProgram
-	Bars     []tlBar
-	Ticks    []tlTick
+	Name   string `json:"name"` // unique among the lanes
+	Depth  int    `json:"depth"`
+	Parent int    `json:"parent"` // the parent agent's lane, -1 for a top-level agent
+	Code   bool   `json:"code,omitempty"`
 }
 
-// tlProgram is the box under a run_code bar that holds its program's calls:
-// X and W as the bar's, Y and H in px from the bar's row to its calls'
-// last row.
-type tlProgram struct {
-	X, W float64
-	Y, H int
-}
-
-// tlTurn is one turn's band; X and W are fractions of the plot's width.
+// tlTurn is one turn of a lane: from its first call's start to its last
+// call's end. A run_code program's calls belong to the program's turn.
 type tlTurn struct {
-	X, W  float64
-	ID    string
-	Label string // "" when it does not fit
+	Lane       int
+	ID         string
+	Start, End int64
 }
 
-// tlBar is one call.
-type tlBar struct {
-	Class, Color string
-	X, W         float64 // the run, as fractions of the plot's width
-	WaitX, WaitW float64 // the wait to commit in model order (WaitW 0: none)
-	Narrow       bool    // the run is under tlMinW px: draw a tlMinW px bar too
-	Y, WaitY     int
-	Tip, Aria    string
-	Texts        []tlText
+// MarshalJSON writes a turn as [lane, start, end, id].
+func (t tlTurn) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{t.Lane, t.Start, t.End, t.ID})
 }
 
-// tlText is a label at X (a fraction of the plot) plus DX px.
-type tlText struct {
-	Class string
-	X, DX float64
-	Y     float64
-	S     string
+// tlCall is one call.
+type tlCall struct {
+	Lane, Turn int   // indexes of Lanes and Turns
+	Start      int64 // µs
+	Run        int64 // µs: its own work ended (its dispatch returned)
+	End        int64 // µs: its result was committed (a parallel call of a turn waits for the calls before it)
+	Kind       int   // index of tlKinds
+	Mode       int   // 0 unclassified, 1 parallel, 2 exclusive
+	Tool       int   // index of Tools
+	Program    int   // the run_code call whose program made it (index of Calls), -1: the model
+	Group      int32
+	ID, Code   string
+	Args, Msg  string
+}
+
+// Failed reports whether the page marks the call as a failure.
+func (c tlCall) Failed() bool { return c.Kind >= tlFirstFailure }
+
+// MarshalJSON writes a call as one array:
+// [lane, turn, start, run, end, kind, mode, tool, program, group, id, code, args, result].
+func (c tlCall) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{c.Lane, c.Turn, c.Start, c.Run, c.End, c.Kind, c.Mode, c.Tool, c.Program, c.Group, c.ID, c.Code, c.Args, c.Msg})
 }
 
 // tlRow is one row of the summary table.
@@ -176,8 +165,12 @@ func writeTimeline(name string, plan *Plan, sum *Summary, calls []callRecord) er
 }
 
 func renderTimeline(plan *Plan, sum *Summary, calls []callRecord) (string, error) {
+	page, err := timelinePage(plan, sum, calls)
+	if err != nil {
+		return "", err
+	}
 	var sb strings.Builder
-	if err := timelineTmpl.Execute(&sb, timelinePage(plan, sum, calls)); err != nil {
+	if err := timelineTmpl.Execute(&sb, page); err != nil {
 		return "", err
 	}
 	return sb.String(), nil
@@ -199,251 +192,155 @@ func laneNames(agents []*agentPlan) []string {
 	return names
 }
 
-func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
-	var t0, t1 int64
+// tlMaxMsg bounds a result's text in the page (the hover card and the
+// table show this much; the -json events have it all).
+const tlMaxMsg = 160
+
+// timelineData turns the call records into what the page draws: a lane
+// per agent of the plan (in its order), each call once, in the lane of
+// its agent (calls of an agent the plan does not know get a lane of their
+// own at the end, so none is lost), turns with their extents.
+func timelineData(plan *Plan, calls []callRecord) *tlData {
+	d := &tlData{Kinds: tlKinds}
+	var t0 int64
 	for i, c := range calls {
 		if i == 0 || c.Start < t0 {
 			t0 = c.Start
 		}
-		if c.End > t1 {
-			t1 = c.End
-		}
 	}
-	span := max(t1-t0, int64(time.Millisecond))
-	frac := func(ns int64) float64 { return float64(ns-t0) / float64(span) }
-	px := func(ns int64) float64 { return frac(ns) * tlMinPlotW }
+	floorUS := func(ns int64) int64 { return (ns - t0) / 1000 }
+	ceilUS := func(ns int64) int64 { return (ns - t0 + 999) / 1000 }
 
-	page := &tlPage{
-		Title: fmt.Sprintf("toolscope · %d agents, %d calls, %d turns", len(plan.Agents), sum.Total.Calls, sum.Turns),
-		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents indented) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · %s · hover a bar for tool, arguments and outcome",
-			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial), codeNote(plan)),
-		Colors:   map[string]string{"parallel": colParallel, "exclusive": colExclusive, "denied": colDenied, "failed": colFailed, "program": colProgram},
-		MinPlotW: int(tlMinPlotW),
-	}
-
-	// Axis with round-millisecond ticks; a label is dropped where it would
-	// touch its neighbour or leave the plot at the narrowest width.
-	step := niceStep(time.Duration(span) / 10)
-	prevR := -1e9
-	var grid []tlTick
-	for tk := time.Duration(0); tk <= time.Duration(span); tk += step {
-		f := frac(t0 + int64(tk))
-		lab, anchor := ms(tk), "middle"
-		w := textW(lab, tlTickFont)
-		l, r := f*tlMinPlotW-w/2, f*tlMinPlotW+w/2
-		switch {
-		case l < 0:
-			anchor, l, r = "start", f*tlMinPlotW, f*tlMinPlotW+w
-		case r > tlMinPlotW:
-			anchor, l, r = "end", f*tlMinPlotW-w, f*tlMinPlotW
-		}
-		if l < prevR+6 {
-			lab = ""
-		} else {
-			prevR = r
-		}
-		page.Ticks = append(page.Ticks, tlTick{X: f, Label: lab, Anchor: anchor})
-		grid = append(grid, tlTick{X: f})
-	}
-
-	byAgent := map[string][]callRecord{}
-	for _, c := range calls {
-		byAgent[c.Agent] = append(byAgent[c.Agent], c)
-	}
 	names := laneNames(plan.Agents)
-	for li, a := range plan.Agents {
-		cs := byAgent[a.Key]
+	laneOf := map[string]int{} // agent key -> its (first) lane
+	for i, a := range plan.Agents {
+		parent := -1
+		if a.Parent != "" {
+			for j := i - 1; j >= 0; j-- { // the nearest earlier lane with the parent's key
+				if plan.Agents[j].Key == a.Parent {
+					parent = j
+					break
+				}
+			}
+		}
+		d.Lanes = append(d.Lanes, tlLane{Name: names[i], Depth: a.Depth, Parent: parent, Code: a.Code})
+		if _, ok := laneOf[a.Key]; !ok {
+			laneOf[a.Key] = i
+		}
+	}
+	byLane := make([][]callRecord, len(d.Lanes))
+	for _, c := range calls {
+		l, ok := laneOf[c.Agent]
+		if !ok {
+			l = len(d.Lanes)
+			laneOf[c.Agent] = l
+			d.Lanes = append(d.Lanes, tlLane{Name: c.Agent + " (not in the plan)", Parent: -1})
+			byLane = append(byLane, nil)
+		}
+		byLane[l] = append(byLane[l], c)
+	}
+
+	toolIdx := map[string]int{}
+	for li, cs := range byLane {
 		sort.Slice(cs, func(i, j int) bool {
 			if cs[i].Start != cs[j].Start {
 				return cs[i].Start < cs[j].Start
 			}
 			return cs[i].CallID < cs[j].CallID
 		})
-		lane := tlLane{Name: names[li], Depth: a.Depth, Calls: len(cs), Code: a.Code, Alt: li%2 == 1, Ticks: grid}
-		index := map[string]int{} // call id -> its index in cs
+		base := len(d.Calls)
+		index := map[string]int{} // call id -> its index in d.Calls
 		for i, c := range cs {
-			index[c.CallID] = i
+			index[c.CallID] = base + i
 		}
-		// program is the index of the run_code call that made cs[i], or -1.
-		program := func(i int) int {
-			if p, ok := index[cs[i].Program]; ok && cs[i].Program != "" {
-				return p
+		// A program's calls belong to the program's turn (their own nested
+		// turn ids are in the hover card).
+		turnKey := func(c callRecord) string {
+			if p, ok := index[c.Program]; ok && c.Program != "" {
+				return cs[p-base].Turn
 			}
-			return -1
+			return c.Turn
 		}
-		// turnOf is the turn a call belongs to: a program's calls, to the
-		// program's (their own nested turn ids are in the hover card).
-		turnOf := func(i int) string {
-			if p := program(i); p >= 0 {
-				return cs[p].Turn
-			}
-			return cs[i].Turn
-		}
-
-		// Pack overlapping bars into rows (in px at the narrowest width, so
-		// instant bars too); a program's calls go in the rows beneath it.
-		var rowEnd []float64
-		rows := make([]int, len(cs))
-		for i, c := range cs {
-			x0, x1 := px(c.Start), max(px(c.End), px(c.Start)+tlMinW)
-			r := 0
-			if p := program(i); p >= 0 && p < i {
-				r = rows[p] + 1
-			}
-			slack := 1.0
-			if c.Tool == runtime.RunCodeName {
-				slack = 0 // a program's turn follows the last one's: keep the top row
-			}
-			for r < len(rowEnd) && rowEnd[r] > x0-slack {
-				r++
-			}
-			for r >= len(rowEnd) {
-				rowEnd = append(rowEnd, 0)
-			}
-			rowEnd[r] = x1
-			rows[i] = r
-		}
-		lane.H = tlHeadH + max(1, len(rowEnd))*tlRowH + tlPad
-		lane.BandH, lane.Head = lane.H-2, tlHeadH
-		// nextInRow[i] is where the next bar of i's row starts (px).
-		nextInRow := make([]float64, len(cs))
-		last := map[int]int{}
-		for i := range cs {
-			nextInRow[i] = tlMinPlotW
-			if j, ok := last[rows[i]]; ok {
-				nextInRow[j] = px(cs[i].Start)
-			}
-			last[rows[i]] = i
-		}
-
-		// Turn bands: each turn's extent, labelled in the strip on top
-		// where the label fits inside the band.
-		type ext struct{ a, b int64 }
-		turns := map[string]*ext{}
-		var order []string
-		for i, c := range cs {
-			e := turns[turnOf(i)]
-			if e == nil {
-				e = &ext{c.Start, c.End}
-				turns[turnOf(i)] = e
-				order = append(order, turnOf(i))
-			}
-			e.a, e.b = min(e.a, c.Start), max(e.b, c.End)
-		}
-		sort.SliceStable(order, func(i, j int) bool { return turns[order[i]].a < turns[order[j]].a })
-		for i, id := range order {
-			e := turns[id]
-			t := tlTurn{X: frac(e.a), W: frac(e.b) - frac(e.a), ID: id}
-			short := id[strings.LastIndex(id, "/")+1:]
-			limit := px(e.b)
-			if i+1 < len(order) {
-				limit = min(limit, px(turns[order[i+1]].a))
-			}
-			if px(e.a)+3+textW(short, tlTurnFont)+2 <= limit {
-				t.Label = short
-			}
-			lane.Turns = append(lane.Turns, t)
-		}
-
-		// Barriers: an exclusive call runs alone, so its edges are
-		// barriers for the whole lane.
+		turnIdx := map[string]int{}
+		var laneTurns []tlTurn
 		for _, c := range cs {
-			if c.Mode != messages.ModeExclusive || c.Code == messages.OutcomeDenied || c.End-c.Start < int64(time.Millisecond) {
-				continue
+			k := turnKey(c)
+			i, ok := turnIdx[k]
+			if !ok {
+				i = len(laneTurns)
+				turnIdx[k] = i
+				laneTurns = append(laneTurns, tlTurn{Lane: li, ID: k, Start: floorUS(c.Start), End: ceilUS(c.End)})
 			}
-			lane.Barriers = append(lane.Barriers, frac(c.Start), frac(c.End))
+			t := &laneTurns[i]
+			t.Start, t.End = min(t.Start, floorUS(c.Start)), max(t.End, ceilUS(c.End))
 		}
-		// barrierIn reports whether a barrier lies in the open span (a, b) px.
-		barrierIn := func(a, b float64) bool {
-			for _, f := range lane.Barriers {
-				if x := f * tlMinPlotW; x > a-1 && x < b+1 {
-					return true
-				}
-			}
-			return false
+		// Turns in order of their start; the calls point at them.
+		order := make([]int, len(laneTurns))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(i, j int) bool { return laneTurns[order[i]].Start < laneTurns[order[j]].Start })
+		where := make([]int, len(laneTurns))
+		for pos, i := range order {
+			where[i] = len(d.Turns) + pos
+		}
+		for _, i := range order {
+			d.Turns = append(d.Turns, laneTurns[i])
 		}
 
-		// Program boxes: from a run_code bar down to its calls' last row.
-		lastRow := map[int]int{}
-		for i := range cs {
-			if p := program(i); p >= 0 {
-				lastRow[p] = max(lastRow[p], rows[i])
+		for _, c := range cs {
+			ti, ok := toolIdx[c.Tool]
+			if !ok {
+				ti = len(d.Tools)
+				toolIdx[c.Tool] = ti
+				d.Tools = append(d.Tools, c.Tool)
 			}
-		}
-		for p, last := range lastRow {
-			c := cs[p]
-			y := tlHeadH + rows[p]*tlRowH + 1
-			lane.Programs = append(lane.Programs, tlProgram{X: frac(c.Start), W: frac(c.end()) - frac(c.Start), Y: y, H: (last-rows[p]+1)*tlRowH - 1})
-		}
-		sort.Slice(lane.Programs, func(i, j int) bool { return lane.Programs[i].X < lane.Programs[j].X })
-
-		for i, c := range cs {
-			class, color, outcome := barClass(c)
-			ran := time.Duration(c.end() - c.Start).Round(100 * time.Microsecond)
-			timing := "ran " + ran.String()
-			if wait := time.Duration(c.End - c.end()); wait >= 500*time.Microsecond {
-				timing += fmt.Sprintf(", then waited %s to commit in model order", wait.Round(100*time.Microsecond))
+			prog := -1
+			if p, ok := index[c.Program]; ok && c.Program != "" {
+				prog = p
 			}
+			start, end := floorUS(c.Start), ceilUS(c.End)
+			run := min(max(ceilUS(c.end()), start), end)
 			msg := c.Message
-			if len(msg) > 160 {
-				msg = msg[:160] + "…"
+			if r := []rune(msg); len(r) > tlMaxMsg {
+				msg = string(r[:tlMaxMsg]) + "…"
 			}
-			where := fmt.Sprintf("turn %s, group %d", c.Turn, c.Group)
-			if c.Program != "" {
-				where = "called by the program of " + c.Program
-				if c.Turn != "" {
-					where += fmt.Sprintf(" (its parallel batch %s, group %d)", c.Turn, c.Group)
-				}
+			mode := 0
+			switch c.Mode {
+			case messages.ModeParallel:
+				mode = 1
+			case messages.ModeExclusive:
+				mode = 2
 			}
-			argsText := c.Args
-			if c.Tool == runtime.RunCodeName {
-				argsText = "the program\n" + c.Args
-			}
-			b := tlBar{
-				Class: class, Color: color,
-				X: frac(c.Start), W: frac(c.end()) - frac(c.Start),
-				Narrow: px(c.end())-px(c.Start) < tlMinW,
-				Y:      tlHeadH + rows[i]*tlRowH + 2,
-				Tip: fmt.Sprintf("%s · %s  [%s]\nargs: %s\noutcome: %s\n%s · %s · %s\nresult: %s",
-					c.Tool, c.Agent, c.CallID, argsText, outcome, timing, modeName(c.Mode), where, msg),
-				Aria: fmt.Sprintf("%s, %s, %s, %s, call %s", c.Tool, outcome, modeName(c.Mode), timing, c.CallID),
-			}
-			if tail := px(c.End) - px(c.end()); tail > 0.5 {
-				b.WaitX, b.WaitW = frac(c.end()), frac(c.End)-frac(c.end())
-			}
-			b.WaitY = b.Y + (tlBarH-3)/2
-			baseline := float64(b.Y) + 11.5
-			// The tool's name goes inside the bar where it fits, else
-			// beside it where the row is free up to the next bar, barrier
-			// or the end of the turn; an interrupted call also says so.
-			x0, runEnd := px(c.Start), max(px(c.end()), px(c.Start)+tlMinW)
-			inside := c.Code != "ABORTED" && x0+tlGap+textW(c.Tool, tlBarFont)+tlGap <= runEnd && !barrierIn(x0+tlGap, x0+tlGap+textW(c.Tool, tlBarFont))
-			if inside {
-				b.Texts = append(b.Texts, tlText{Class: "bt in", X: b.X, DX: tlGap, Y: baseline, S: c.Tool})
-			}
-			beside, cls := c.Tool, "bt out"
-			if c.Code == "ABORTED" {
-				beside, cls = c.Tool+" ✕ Ctrl-C", "bt x"
-			}
-			if !inside || c.Code == "ABORTED" {
-				dx := tlGap
-				if px(c.End)-x0 < tlMinW {
-					dx += tlMinW
-				}
-				start := px(c.End) + dx
-				limit := min(nextInRow[i], px(turns[turnOf(i)].b)+0.01) - 2
-				if c.Code == "ABORTED" {
-					limit = nextInRow[i] - 2 // the turn ends with the interrupted call
-				}
-				if start+textW(beside, tlBarFont) <= limit && !barrierIn(start, start+textW(beside, tlBarFont)) {
-					b.Texts = append(b.Texts, tlText{Class: cls, X: frac(c.End), DX: dx, Y: baseline, S: beside})
-				}
-			}
-			lane.Bars = append(lane.Bars, b)
+			d.Calls = append(d.Calls, tlCall{
+				Lane: li, Turn: where[turnIdx[turnKey(c)]], Start: start, Run: run, End: end,
+				Kind: callKind(c), Mode: mode, Tool: ti, Program: prog, Group: c.Group,
+				ID: c.CallID, Code: c.Code, Args: c.Args, Msg: msg,
+			})
+			d.End = max(d.End, end)
 		}
-		page.Lanes = append(page.Lanes, lane)
 	}
+	d.End = max(d.End, 1000) // an axis of at least 1 ms
+	return d
+}
 
+func timelinePage(plan *Plan, sum *Summary, calls []callRecord) (*tlPage, error) {
+	data := timelineData(plan, calls)
+	js, err := json.Marshal(data) // escapes <, > and & (no "</script>" can end the JSON early)
+	if err != nil {
+		return nil, fmt.Errorf("timeline data: %w", err)
+	}
+	page := &tlPage{
+		Title: fmt.Sprintf("toolscope · %d agents, %s, %s", len(plan.Agents), count(sum.Total.Calls, "call"), count(sum.Turns, "turn")),
+		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents under their parent) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · %s · drag across the chart to zoom; hover or click a bar for its details",
+			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial), codeNote(plan)),
+		Data:  template.JS(js),
+		Calls: len(data.Calls),
+	}
+	for i, k := range tlKinds {
+		page.Kinds = append(page.Kinds, tlKindStyle{Name: k, Color: tlColors[i]})
+	}
+	names := laneNames(plan.Agents)
 	for i, a := range sum.Agents {
 		name := a.Agent
 		if i < len(names) && plan.Agents[i].Key == a.Agent {
@@ -454,23 +351,14 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 	tot := summaryRow("total", sum.Total)
 	tot.Total = true
 	page.Rows = append(page.Rows, tot)
-	page.Footer = fmt.Sprintf("%d turns (%d cancelled by the user, %d of their calls never dispatched) · %d secrets redacted · approver: %d allowed, %d rejected · %d calls in %s",
-		sum.Turns, sum.Cancelled, sum.NeverStarted, sum.Redacted, sum.Approved, sum.Rejected, sum.Total.Calls, ms(sum.Elapsed))
-	return page
+	page.Footer = fmt.Sprintf("%s (%d cancelled by the user, %d of their calls never dispatched) · %d secrets redacted · approver: %d allowed, %d rejected · %s in %s",
+		count(sum.Turns, "turn"), sum.Cancelled, sum.NeverStarted, sum.Redacted, sum.Approved, sum.Rejected, count(sum.Total.Calls, "call"), ms(sum.Elapsed))
+	return page, nil
 }
 
 func summaryRow(name string, a AgentStats) tlRow {
 	return tlRow{Name: name, Depth: a.Depth, Calls: a.Calls, Parallel: a.Parallel, Exclusive: a.Exclusive, OK: a.OK, Denied: a.Denied,
 		Failed: failedText(a.Failed), Serial: ms(a.Serial), Wall: ms(a.Wall), Saved: savedText(a)}
-}
-
-func niceStep(d time.Duration) time.Duration {
-	for _, s := range []time.Duration{5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000} {
-		if st := s * time.Millisecond; st >= d {
-			return st
-		}
-	}
-	return 10 * time.Second
 }
 
 // codeNote says which agents work in code mode.
