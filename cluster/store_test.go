@@ -26,6 +26,10 @@ func TestStore_Acquire_Rules(t *testing.T) {
 	if !errors.Is(err, ErrLeaseHeld) || !strings.Contains(err.Error(), "member-a") || !strings.Contains(err.Error(), "until") {
 		t.Fatalf("acquire while held = %v, want ErrLeaseHeld naming member-a and until when", err)
 	}
+	var held *LeaseHeldError
+	if !errors.As(err, &held) || held.Holder != "member-a" || held.Epoch != 1 || !held.Until.Equal(env.clock.Now().Add(ttl)) {
+		t.Fatalf("acquire while held = %#v, want a LeaseHeldError for member-a epoch 1 until now+ttl", err)
+	}
 
 	// Renew moves the expiry: past the first TTL it is still held.
 	env.clock.Advance(ttl / 2)
