@@ -8,7 +8,8 @@
 // grain encodes), and a claim per call id with the call's result once recorded.
 // NewJetStreamStore implements it on one JetStream stream laid out as a key-value bucket;
 // StartEmbedded runs a NATS server with JetStream inside the process for tests and a single
-// machine, and production members point at a NATS cluster's URL.
+// machine, and production members point at a NATS cluster's URL. NewMemoryStore keeps the same
+// rules in process memory, for unit tests.
 //
 // An activation of a tree first acquires its lease (Acquire), renews it well within its TTL
 // (Renew), and gives it up on passivation (Release). Every write made with a lease — Save,

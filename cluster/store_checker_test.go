@@ -25,7 +25,10 @@ import (
 func TestStore_Checker_AtMostOnce_Fenced(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	env := startStore(t)
+	forEachStore(t, nil, func(t *testing.T, env storeEnv) { checkStore(t, seed, env) })
+}
+
+func checkStore(t *testing.T, seed uint64, env storeEnv) {
 	s := env.store
 	const (
 		trees       = 2

@@ -104,3 +104,22 @@ func states(cs []Claim) []ClaimState {
 	}
 	return out
 }
+
+// storeEnv is a store under test and the fake clock it judges leases by.
+type storeEnv struct {
+	store Store
+	clock *fakeClock
+}
+
+// forEachStore runs a rule test against each Store implementation: the JetStream store on an
+// embedded server, and the MemoryStore.
+func forEachStore(t *testing.T, opts []StoreOption, test func(t *testing.T, env storeEnv)) {
+	t.Run("jetstream", func(t *testing.T) {
+		env := startStore(t, opts...)
+		test(t, storeEnv{env.store, env.clock})
+	})
+	t.Run("memory", func(t *testing.T) {
+		clock := newFakeClock()
+		test(t, storeEnv{NewMemoryStore(append([]StoreOption{WithClock(clock.Now)}, opts...)...), clock})
+	})
+}

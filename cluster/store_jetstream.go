@@ -152,7 +152,7 @@ var _ Store = (*JetStreamStore)(nil)
 // Fenced writes hold mu for reading (they run in parallel); Renew, Release and Forget hold it
 // for writing, so a write never names a revision that is being replaced.
 type leaseFence struct {
-	store *JetStreamStore
+	store Store  // the store that granted it
 	subj  string // the lease key's subject
 	tok   string // the tree's key token
 	mu    sync.RWMutex
