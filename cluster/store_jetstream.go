@@ -156,7 +156,10 @@ type leaseFence struct {
 	subj  string // the lease key's subject
 	tok   string // the tree's key token
 	mu    sync.RWMutex
-	rev   uint64
+	rev   atomic.Uint64 // changed only by this lease's own lease-key writes (see checkLost)
+	// holder and epoch identify this acquisition in the lease key's value.
+	holder string
+	epoch  uint64
 	lost  atomic.Bool // the lease key moved on without us (or was released): permanent
 }
 
@@ -366,8 +369,9 @@ func (s *JetStreamStore) Acquire(ctx context.Context, tree, holder string, ttl t
 		if err != nil {
 			return nil, fmt.Errorf("cluster: store acquire %q: %w", tree, s.classify(ctx, err))
 		}
-		return &Lease{Tree: tree, Holder: holder, Epoch: v.Epoch, TTL: ttl,
-			fence: &leaseFence{store: s, subj: subj, tok: tok, rev: pa.Sequence}}, nil
+		f := &leaseFence{store: s, subj: subj, tok: tok, holder: holder, epoch: v.Epoch}
+		f.rev.Store(pa.Sequence)
+		return &Lease{Tree: tree, Holder: holder, Epoch: v.Epoch, TTL: ttl, fence: f}, nil
 	}
 }
 
@@ -421,9 +425,9 @@ func (s *JetStreamStore) casLease(ctx context.Context, f *leaseFence, data []byt
 	}
 	defer cancel()
 	for {
-		pa, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: f.subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(f.rev))
+		pa, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: f.subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(f.rev.Load()))
 		if err == nil {
-			f.rev = pa.Sequence
+			f.rev.Store(pa.Sequence)
 			return nil
 		}
 		if !isWrongSeq(err) {
@@ -435,18 +439,33 @@ func (s *JetStreamStore) casLease(ctx context.Context, f *leaseFence, data []byt
 	}
 }
 
-// checkLost is called after a fenced write was refused (f.mu held either way). It reads the lease key: if it moved
-// past f.rev the lease is lost for good (ErrFenced); if not, the refusal was a replicated
-// stream's conflict with a write in flight, and the caller tries again (after a short pause,
-// bounded by ctx).
+// checkLost is called after a write conditional on f.rev was refused (f.mu held either way).
+// It reads the lease key:
+//   - at f.rev: the refusal was a replicated stream's conflict with a write in flight; the
+//     caller tries again (after a short pause, bounded by ctx);
+//   - moved on but still holding this acquisition (same holder and epoch, not released): only
+//     this lease's own Renew writes that, so it is a renewal whose answer was lost (a timeout);
+//     f adopts the revision and the caller tries again;
+//   - anything else: another Acquire (or this lease's Release) moved it: the lease is lost
+//     for good (revisions only grow), ErrFenced.
 func (s *JetStreamStore) checkLost(ctx context.Context, f *leaseFence) error {
 	m, err := s.last(ctx, f.subj)
 	if err != nil {
 		return err
 	}
-	if m == nil || m.Sequence != f.rev {
+	rev := f.rev.Load()
+	switch {
+	case m == nil || isMarker(m):
 		f.lost.Store(true)
 		return ErrFenced
+	case m.Sequence != rev:
+		var v leaseValue
+		if json.Unmarshal(m.Data, &v) != nil || v.Holder != f.holder || v.Epoch != f.epoch || m.Sequence < rev {
+			f.lost.Store(true)
+			return ErrFenced
+		}
+		f.rev.CompareAndSwap(rev, m.Sequence)
+		return nil
 	}
 	select {
 	case <-time.After(time.Millisecond):
@@ -463,7 +482,7 @@ func (s *JetStreamStore) fencedPublish(ctx context.Context, f *leaseFence, subj 
 		if f.lost.Load() {
 			return ErrFenced
 		}
-		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequenceForSubject(f.rev, f.subj)}
+		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequenceForSubject(f.rev.Load(), f.subj)}
 		if ttl > 0 {
 			opts = append(opts, jetstream.WithMsgTTL(ttl))
 		}
@@ -761,14 +780,14 @@ func (s *JetStreamStore) Forget(ctx context.Context, l *Lease) error {
 		return fail(err)
 	}
 	data, _ := json.Marshal(leaseValue{Epoch: l.Epoch})
-	pa, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: f.subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(f.rev))
+	pa, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: f.subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(f.rev.Load()))
 	if err != nil {
 		if isWrongSeq(err) {
 			return fail(ErrFenced)
 		}
 		return fail(s.classify(ctx, err))
 	}
-	f.rev = pa.Sequence
+	f.rev.Store(pa.Sequence)
 	f.lost.Store(true) // released
 	return nil
 }

@@ -72,7 +72,7 @@ func (s *MemoryStore) held(l *Lease) (*memTree, *leaseFence, error) {
 	}
 	f := l.fence
 	t := s.trees[l.Tree]
-	if f.lost.Load() || t == nil || t.leaseRev != f.rev {
+	if f.lost.Load() || t == nil || t.leaseRev != f.rev.Load() {
 		f.lost.Store(true)
 		return nil, f, ErrFenced
 	}
@@ -114,8 +114,9 @@ func (s *MemoryStore) Acquire(ctx context.Context, tree, holder string, ttl time
 	s.seq++
 	t.lease = leaseValue{Holder: holder, Epoch: t.lease.Epoch + 1, Expires: now.Add(ttl).UnixNano(), TTLms: ttl.Milliseconds()}
 	t.leaseRev = s.seq
-	return &Lease{Tree: tree, Holder: holder, Epoch: t.lease.Epoch, TTL: ttl,
-		fence: &leaseFence{store: s, rev: s.seq}}, nil
+	f := &leaseFence{store: s, holder: holder, epoch: t.lease.Epoch}
+	f.rev.Store(s.seq)
+	return &Lease{Tree: tree, Holder: holder, Epoch: t.lease.Epoch, TTL: ttl, fence: f}, nil
 }
 
 // Renew implements Store.
@@ -131,7 +132,8 @@ func (s *MemoryStore) Renew(ctx context.Context, l *Lease) error {
 	}
 	s.seq++
 	t.lease.Expires = s.cfg.now().Add(l.TTL).UnixNano()
-	t.leaseRev, f.rev = s.seq, s.seq
+	t.leaseRev = s.seq
+	f.rev.Store(s.seq)
 	return nil
 }
 

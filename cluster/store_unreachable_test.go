@@ -2,11 +2,15 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // NATS going away mid-operation: every operation in flight, and every one after, ends with
@@ -81,5 +85,34 @@ func TestStore_Unreachable_FailsPromptly(t *testing.T) {
 	cancel()
 	if err := s.Save(cctx, a, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("save with a cancelled ctx = %v, want context.Canceled", err)
+	}
+}
+
+// A Renew that landed but whose answer was lost (a timeout) leaves the lease key at a revision
+// the lease does not know. The next write finds the key still holding this acquisition (same
+// holder and epoch), adopts the revision and goes on; the lease is not falsely lost. A key
+// moved by anyone else still fences it.
+func TestStore_Renew_LostAnswerAdopted(t *testing.T) {
+	env := startStore(t)
+	s, ctx := env.store, testCtx(t)
+	l := mustAcquire(t, s, "tree", "a", ttl)
+	f := l.fence
+	renewBehindItsBack := func(holder string, epoch uint64) {
+		t.Helper()
+		data, _ := json.Marshal(leaseValue{Holder: holder, Epoch: epoch, Expires: env.clock.Now().Add(ttl).UnixNano()})
+		if _, err := env.js.PublishMsg(ctx, &nats.Msg{Subject: f.subj, Data: data}, jetstream.WithExpectLastSequencePerSubject(f.rev.Load())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renewBehindItsBack("a", l.Epoch) // as Renew writes it
+	if err := s.Save(ctx, l, []byte("after a lost renew answer")); err != nil {
+		t.Fatalf("save after a renewal whose answer was lost = %v, want nil", err)
+	}
+	if err := s.Renew(ctx, l); err != nil {
+		t.Fatalf("renew after adopting = %v", err)
+	}
+	renewBehindItsBack("a", l.Epoch+1) // a newer acquisition by the same holder
+	if err := s.Save(ctx, l, []byte("stale")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("save after a newer epoch of the same holder = %v, want ErrFenced", err)
 	}
 }
