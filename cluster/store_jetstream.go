@@ -160,7 +160,7 @@ type leaseFence struct {
 	// holder and epoch identify this acquisition in the lease key's value.
 	holder string
 	epoch  uint64
-	lost  atomic.Bool // the lease key moved on without us (or was released): permanent
+	lost   atomic.Bool // the lease key moved on without us (or was released): permanent
 }
 
 // NewJetStreamStore opens (creating or updating) the bucket on js and returns the store.
