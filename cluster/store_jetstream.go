@@ -24,6 +24,10 @@ package cluster
 //  4. Clocks decide only when a lease counts as expired (when Acquire may take it from another
 //     holder). A wrong clock can take a live lease early; the old holder is then fenced by 1,
 //     so clocks cost availability, never safety.
+//  5. A refused fenced write is re-read before it counts as fenced: a lease key still at R was a
+//     replicated stream's conflict in flight (retry); one at a later revision holding this very
+//     acquisition (holder and epoch) was this lease's own Renew whose answer was lost (adopt it,
+//     retry) — only that lease's CAS chain writes it. Anything else: ErrFenced, for good.
 //
 // Reads go to the stream's leader (direct get is off), so a new holder's Load and claim reads
 // see every write ordered before its Acquire.
