@@ -1,40 +1,17 @@
 package cluster
 
-import (
-	"encoding/base64"
-	"errors"
-	"fmt"
-	"unicode/utf8"
-)
+import "github.com/toolscope/toolscope/cluster/internal/kvkey"
 
 // MaxIDBytes bounds a tree id and a call id, in bytes. Ids are user data; the store encodes
 // them into subject tokens, and NATS bounds a subject's length.
-const MaxIDBytes = 256
+const MaxIDBytes = kvkey.MaxIDBytes
 
 // ErrInvalidID: a tree id or call id the store cannot take (empty, longer than MaxIDBytes, or
 // not UTF-8). The wrapped error names which id and why.
-var ErrInvalidID = errors.New("cluster: invalid id")
+var ErrInvalidID = kvkey.ErrInvalidID
 
-// keyToken encodes a user id (tree or call id) as one legal KV key token: unpadded base64url,
-// whose alphabet [A-Za-z0-9_-] has no '.', '*', '>' or space, so no id can reach another
-// tree's keys or form a wildcard, and the encoding is one-to-one.
-func keyToken(kind, id string) (string, error) {
-	switch {
-	case id == "":
-		return "", fmt.Errorf("%w: empty %s id", ErrInvalidID, kind)
-	case len(id) > MaxIDBytes:
-		return "", fmt.Errorf("%w: %s id is %d bytes, more than %d", ErrInvalidID, kind, len(id), MaxIDBytes)
-	case !utf8.ValidString(id):
-		return "", fmt.Errorf("%w: %s id %q is not UTF-8", ErrInvalidID, kind, id)
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(id)), nil
-}
-
-// keyID decodes a token made by keyToken.
-func keyID(tok string) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil {
-		return "", fmt.Errorf("%w: bad key token %q: %v", ErrInvalidID, tok, err)
-	}
-	return string(b), nil
-}
+// keyToken and keyID encode ids as KV key tokens (unpadded base64url: see kvkey.Token).
+var (
+	keyToken = kvkey.Token
+	keyID    = kvkey.ID
+)

@@ -394,30 +394,6 @@ func TestStore_HostileIDs(t *testing.T) {
 	})
 }
 
-func FuzzKeyToken(f *testing.F) {
-	for _, s := range []string{"a", "a.b", "*", ">", " ", "日本", "a\x00"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		tok, err := keyToken("call", id)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidID) {
-				t.Fatalf("error %v is not ErrInvalidID", err)
-			}
-			return
-		}
-		for _, r := range tok {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-				t.Fatalf("token %q of %q has %q, not a plain subject token character", tok, id, r)
-			}
-		}
-		back, err := keyID(tok)
-		if err != nil || back != id {
-			t.Fatalf("keyID(keyToken(%q)) = %q, %v", id, back, err)
-		}
-	})
-}
-
 func TestStore_Options_Refused(t *testing.T) {
 	env := startStore(t)
 	for _, tc := range []struct {
