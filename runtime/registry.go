@@ -63,7 +63,7 @@ type config struct {
 	logger       *slog.Logger
 	events       bool
 	maxQueued    int                                  // 0: unbounded (overload.go)
-	timeouts     bool                                 // enforce declared timeouts (WithTimeouts)
+	timeouts     bool                                 // enforce declared timeouts (default; WithoutTimeouts)
 	codeFactory  func(*Registry) (RunCodeTool, error) // WithCodeMode (codemode.go)
 	presentation Presentation                         // WithDefaultPresentation
 	// maxSchemaBytes and maxArgBytes bound schema and argument text
@@ -133,7 +133,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // New creates a registry with its global scope (R1).
 func New(opts ...Option) (*Registry, error) {
-	cfg := config{maxParallel: 10, events: true}
+	cfg := config{maxParallel: 10, events: true, timeouts: true}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -167,23 +167,26 @@ func New(opts ...Option) (*Registry, error) {
 			return nil, err
 		}
 	}
-	if cfg.timeouts {
-		if _, err := r.global.OnExecute(r.TimeoutHook()); err != nil {
-			_ = r.Close(context.Background())
-			return nil, err
-		}
-	}
 	return r, nil
 }
 
-// WithTimeouts enforces every tool's declared timeout (Definition.Timeout,
-// WithTimeout): New registers TimeoutHook as the first around hook of the
-// global scope, so it wraps every call and every other around hook. A call
-// that runs past its tool's timeout gets the TOOL_TIMEOUT failure "tool call
-// timed out after <ms>ms" (its body's ctx is cancelled at the deadline; R83).
-// Without this option (or TimeoutHook registered by hand) a declared
-// timeout is metadata only: R19 keeps enforcement out of the core
-// pipeline.
+// WithoutTimeouts turns off the enforcement of declared timeouts
+// (Definition.Timeout, WithTimeout), which a registry applies by default
+// (R19, R83): a declared timeout is then metadata only, as for a registry
+// that times its tools out by other means. TimeoutHook registered by hand
+// still enforces them where it is registered.
+func WithoutTimeouts() Option {
+	return optionFunc(func(c *config) error { c.timeouts = false; return nil })
+}
+
+// WithTimeouts enforces every tool's declared timeout, which is what a
+// registry does by default (R83): a call whose body runs past its tool's
+// timeout, counted from dispatch, gets the TOOL_TIMEOUT failure "tool call
+// timed out after <ms>ms" (its body's ctx is cancelled at the deadline).
+// Given after WithoutTimeouts it turns enforcement back on.
+//
+// Deprecated: declared timeouts apply by default; use WithoutTimeouts to
+// opt out.
 func WithTimeouts() Option {
 	return optionFunc(func(c *config) error { c.timeouts = true; return nil })
 }

@@ -973,8 +973,10 @@ func TestRegister_R18_RegistrationSnapshot(t *testing.T) {
 	assert.Equal(t, "ok", res.Text(), "the registered Output is a copy")
 }
 
+// R19: a declared timeout never reaches the model; with WithoutTimeouts
+// it is metadata only (by default it applies: TestTimeouts_R83_DeclaredTimeoutsApplyByDefault).
 func TestRegister_R19_TimeoutIsMetadataOnly(t *testing.T) {
-	reg := rrNew(t)
+	reg := rrNew(t, runtime.WithoutTimeouts())
 	d := rrDef("slowish", "S")
 	to := time.Nanosecond
 	d.Timeout = &to
@@ -989,7 +991,7 @@ func TestRegister_R19_TimeoutIsMetadataOnly(t *testing.T) {
 	go func() { resc <- rrExec(reg.Global(), "slowish") }()
 	close(release)
 	res := <-resc
-	assert.False(t, res.IsError(), "the core pipeline does not enforce the timeout: %s", res.ErrorMessage())
+	assert.False(t, res.IsError(), "WithoutTimeouts: the timeout is not enforced: %s", res.ErrorMessage())
 	ss, err := reg.View("").Schemas()
 	require.NoError(t, err)
 	b, _ := json.Marshal(ss)
