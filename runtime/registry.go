@@ -53,6 +53,10 @@ type scopeRecord struct {
 	parent   *scopeRecord
 	live     *Scope // nil once disposed
 	children int
+	// kids are the records linked under this one (children of them), for
+	// the cascade of Dispose (R7). Like children, it grows with the
+	// distinct keys linked here, not with churn.
+	kids []*scopeRecord
 }
 
 type config struct {
@@ -235,7 +239,9 @@ func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
-	if parent != nil && parent.live == nil {
+	if parent != nil && (parent.live == nil || parent.live.closing) {
+		// A parent being disposed takes no new children: its cascade
+		// (R7) has collected, or is about to collect, every live one.
 		return nil, ErrScopeDisposed
 	}
 	record := r.scopes[key]
@@ -247,6 +253,9 @@ func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 			parent.children++
 		}
 		record = &scopeRecord{node: core.NewNode(key, pnode), parent: parent}
+		if parent != nil {
+			parent.kids = append(parent.kids, record)
+		}
 		r.scopes[key] = record
 	case record.live != nil:
 		return nil, fmt.Errorf("%w: %q", ErrScopeExists, key)
@@ -262,6 +271,7 @@ func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 		}
 		record.parent = parent
 		parent.children++
+		parent.kids = append(parent.kids, record)
 	}
 	s := r.spawnScope(record.node)
 	s.record = record
