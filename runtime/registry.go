@@ -42,6 +42,7 @@ type Registry struct {
 	closeDone chan struct{}
 	life      lifecycle // calls in flight (close.go)
 	code      *codeMode // run_code, when WithCodeMode (codemode.go)
+	hostCap   *hostCap  // WithMaxInFlight (hostcap.go); nil: no cap
 }
 
 // scopeRecord is the registry's record of one key. It outlives a disposed
@@ -67,6 +68,7 @@ type config struct {
 	logger       *slog.Logger
 	events       bool
 	maxQueued    int                                  // 0: unbounded (overload.go)
+	maxInFlight  int                                  // 0: no host cap (hostcap.go)
 	timeouts     bool                                 // enforce declared timeouts (default; WithoutTimeouts)
 	codeFactory  func(*Registry) (RunCodeTool, error) // WithCodeMode (codemode.go)
 	presentation Presentation                         // WithDefaultPresentation
@@ -157,6 +159,7 @@ func New(opts ...Option) (*Registry, error) {
 		scopes:     map[string]*scopeRecord{},
 		closeDone:  make(chan struct{}),
 		workers:    newWorkerPool(64),
+		hostCap:    newHostCap(cfg.maxInFlight),
 	}
 	r.life.init()
 	r.installHooks()
