@@ -23,7 +23,7 @@ import (
 func BenchmarkOverhead_ZeroLatency(b *testing.B) {
 	const agents, calls = 8, 4
 	bare := func(b *testing.B, events bool) {
-		reg, err := runtime.New(runtime.WithTimeouts())
+		reg, err := runtime.New()
 		if err != nil {
 			b.Fatal(err)
 		}

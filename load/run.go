@@ -29,7 +29,7 @@ type Options struct {
 	Progress      func(Progress)
 	ProgressEvery time.Duration
 	// RegistryOptions are added to the options of the registry under test
-	// (after WithTimeouts and the scenario's registry settings).
+	// (after the scenario's registry settings; declared timeouts apply by default).
 	RegistryOptions []runtime.Option
 	// EventWait bounds how long Run waits, once the last turn has returned,
 	// for the registry's events to be delivered (default 10 s).
@@ -195,7 +195,7 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	if probs := sc.check(); len(probs) > 0 {
 		return nil, &ScenarioError{probs}
 	}
-	regOpts := []runtime.Option{runtime.WithTimeouts()}
+	var regOpts []runtime.Option // declared timeouts apply by default (R83)
 	if sc.Registry != nil && sc.Registry.MaxParallel > 0 {
 		regOpts = append(regOpts, runtime.WithMaxParallel(sc.Registry.MaxParallel))
 	}

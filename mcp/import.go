@@ -101,8 +101,8 @@ func WithAllow(serverNames ...string) ImportOption {
 // WithCallTimeout bounds each tools/call request: when d passes first, the
 // call fails with runtime.CodeToolTimeout ("tool call timed out after
 // <ms>ms") and the server is sent notifications/cancelled. The tools also
-// declare d as their Definition.Timeout, so a registry made with
-// runtime.WithTimeouts enforces the same bound around the whole pipeline.
+// declare d as their Definition.Timeout, which a registry enforces by
+// default from the call's dispatch (unless made with runtime.WithoutTimeouts).
 // d must be positive; Import refuses anything else.
 func WithCallTimeout(d time.Duration) ImportOption {
 	return importOptionFunc(func(c *importConfig) { c.callTimeout, c.timeoutSet = d, true })

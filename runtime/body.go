@@ -5,6 +5,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"time"
 )
 
 // base is the innermost next (R61).
@@ -27,8 +29,37 @@ func (r *Registry) base(s *execState, ctx context.Context) *Result {
 	if !ok {
 		return stamped(s, unknownTool(s.name))
 	}
+	if d := td.def.Timeout; d != nil && r.cfg.timeouts {
+		return r.timedBody(s, bodyCtx, td, *d)
+	}
 	s.bodyInvoked.Store(true)
 	v, err := callBody(td, bodyCtx, s)
+	if err != nil {
+		return stamped(s, failureFrom(err))
+	}
+	if bodyCtx.Err() != nil {
+		return stamped(s, aborted())
+	}
+	return stamped(s, r.createSuccess(s, td, v))
+}
+
+// timedBody is steps 3–5 of R61 for a tool that declares a timeout, when
+// declared timeouts apply (R83, the default; WithoutTimeouts turns it off):
+// the body runs under a deadline d counted from now — from dispatch, after
+// the call's admission and host slot, not from entry — and if that
+// deadline, not the caller's cancellation, ended the body's ctx first, the
+// result is the TOOL_TIMEOUT failure whatever the body returned.
+func (r *Registry) timedBody(s *execState, bodyCtx context.Context, td *toolDef, d time.Duration) *Result {
+	tctx, cancel := context.WithTimeoutCause(bodyCtx, d, errToolTimeout)
+	defer cancel()
+	// Err answers the caller's cancellation at once (R60), and the
+	// execution rides along as on any body ctx.
+	timed := &callerOrWrapperCtx{Context: tctx, caller: bodyCtx, s: s}
+	s.bodyInvoked.Store(true)
+	v, err := callBody(td, timed, s)
+	if errors.Is(context.Cause(tctx), errToolTimeout) {
+		return stamped(s, toolTimedOut(d))
+	}
 	if err != nil {
 		return stamped(s, failureFrom(err))
 	}

@@ -155,11 +155,19 @@ func (r *Registry) enterCall(node *core.Node) *Result {
 		}
 		return closedResult()
 	}
-	if r.cfg.maxQueued > 0 && r.overloaded(node) {
-		if r.hooks != nil {
-			r.hooks.refused(CodeOverloaded)
+	if r.cfg.maxQueued > 0 {
+		if r.overloaded(node) {
+			if r.hooks != nil {
+				r.hooks.refused(CodeOverloaded)
+			}
+			return overloadedResult()
 		}
-		return overloadedResult()
+		if c := r.hostCap; c != nil && c.waiting.Load() >= int64(r.cfg.maxQueued) {
+			if r.hooks != nil {
+				r.hooks.refused(CodeOverloaded)
+			}
+			return hostOverloadedResult()
+		}
 	}
 	if !r.enter() {
 		if r.hooks != nil {

@@ -29,9 +29,10 @@ type Definition struct {
 	// (R72–R74).
 	FinalizeContent func(ctx context.Context, exec Execution, res *Result) ([]Block, error)
 	// Timeout, if non-nil, declares a call timeout. It must be positive
-	// (R11). It is enforced only when the registry was created with
-	// WithTimeouts (or TimeoutHook is registered as an around hook): the core
-	// pipeline itself never enforces it (R19, R83).
+	// (R11). The registry enforces it by default, counted from the call's
+	// dispatch: a body still running when it passes has its ctx cancelled
+	// and the call gets TOOL_TIMEOUT (R83). A registry created with
+	// WithoutTimeouts treats it as metadata (R19).
 	Timeout *time.Duration
 	// IsConcurrencySafe classifies a call: parallel only when it returns
 	// exactly (true, nil) without panicking (R36). ctx carries the

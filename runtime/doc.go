@@ -143,7 +143,8 @@
 //     argument text (WithMaxArgumentBytes, 16 MiB by default) are refused
 //     unread past their bound: UNSUPPORTED_SCHEMA at registration,
 //     INVALID_ARGS for a call.
-//   - Timeouts are declared on tools and enforced by WithTimeouts.
+//   - Timeouts are declared on tools and enforced by default, counted from
+//     dispatch (WithoutTimeouts opts out).
 //   - Failure codes are typed (Code); a user's coded error implements
 //     Coded with a plain string Code, and Result.Code returns it as a Code.
 //   - No goroutine identity: the registry never reads a goroutine's id or

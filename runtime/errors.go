@@ -76,8 +76,8 @@ const (
 	// invoked — at entry, in the gate, or while waiting for admission
 	// (R79, R80).
 	CodeAbortedBeforeDispatch Code = "ABORTED_BEFORE_DISPATCH"
-	// CodeToolTimeout: the tool's declared timeout fired (WithTimeouts or
-	// TimeoutHook, R83).
+	// CodeToolTimeout: the tool's declared timeout fired (enforced by
+	// default, or by TimeoutHook, R83).
 	CodeToolTimeout Code = "TOOL_TIMEOUT"
 	// CodeUnsupportedSchema: a schema outside the supported subset (R100);
 	// returned by Register and NewTool as an error.

@@ -12,7 +12,7 @@ import (
 
 // Example is the README's quick start.
 func Example() {
-	reg, err := runtime.New(runtime.WithMaxParallel(10), runtime.WithTimeouts())
+	reg, err := runtime.New(runtime.WithMaxParallel(10))
 	if err != nil {
 		log.Fatal(err)
 	}

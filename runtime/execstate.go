@@ -51,6 +51,9 @@ type execState struct {
 	anyDeferred atomic.Bool
 	concluded   atomic.Bool
 	bodyInvoked atomic.Bool
+	// hostSlot: the dispatch holds a host slot (WithMaxInFlight); nested
+	// calls read it to ride the slot (hostcap.go).
+	hostSlot atomic.Bool
 	// holding is the scope admission the dispatch holds (nil: none, or
 	// released); holdExcl and holdSlot, written before holding is stored,
 	// say whether it is exclusive and whether it is a slot of the gate or

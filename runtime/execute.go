@@ -92,6 +92,9 @@ func (g scopeAdmitter) acquire(s *execState) *Result {
 		// admits on the live scope's gate, as its turns do.
 		sh = g.reg.admission(s.node)
 	}
+	if g.reg.hostCap != nil {
+		return g.reg.admitUnderHostCap(s, sh)
+	}
 	if res := g.reg.refusedFromCallback(s, sh); res != nil {
 		return res
 	}

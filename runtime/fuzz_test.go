@@ -235,8 +235,11 @@ func FuzzRegistryOps(f *testing.F) {
 					continue
 				}
 				rec := m.recs[k]
-				want := rec == nil || (!rec.live && rec.parent == parent)
-				if rec == nil && slices.Contains(m.chain(parent), k) {
+				// R3: a disposed top-level key may be bound under a parent
+				// (unless that forms a cycle); a bound key keeps its parent.
+				rebind := rec != nil && !rec.live && rec.parent == "" && parent != ""
+				want := rec == nil || (!rec.live && rec.parent == parent) || rebind
+				if (rec == nil || rebind) && slices.Contains(m.chain(parent), k) {
 					want = false
 				}
 				s, err := h.NewScope(k)
@@ -251,6 +254,10 @@ func FuzzRegistryOps(f *testing.F) {
 							m.recs[parent].hadChildren = true
 						}
 					}
+					if rebind {
+						rec.parent = parent
+						m.recs[parent].hadChildren = true
+					}
 					rec.live, rec.h = true, s
 				}
 			case 4: // dispose a scope
@@ -260,14 +267,26 @@ func FuzzRegistryOps(f *testing.F) {
 					continue
 				}
 				rec.h.Dispose()
-				rec.live = false
+				// R7: the scope and every live descendant go.
+				gone := map[string]bool{k: true}
+				for changed := true; changed; {
+					changed = false
+					for ck, cr := range m.recs {
+						if cr.live && !gone[ck] && gone[cr.parent] {
+							gone[ck], changed = true, true
+						}
+					}
+				}
+				for gk := range gone {
+					m.recs[gk].live = false
+				}
 				for _, g := range m.regs {
-					if g.layer == k {
+					if gone[g.layer] {
 						g.live = false
 					}
 				}
 				for _, rs := range m.restrs {
-					if rs.owner == k {
+					if gone[rs.owner] {
 						rs.live = false
 					}
 				}

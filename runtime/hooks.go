@@ -391,12 +391,15 @@ func (s *Subscription) deliverSync(e Event) {
 func (r *Registry) now() time.Time { return time.Now() }
 
 // Queued reports the calls waiting for admission across the registry's
-// live scopes (a snapshot).
+// live scopes, and for a host slot (WithMaxInFlight) (a snapshot).
 func (r *Registry) Queued() int { return int(r.queuedCalls()) }
 
 // queuedCalls sums the calls waiting for admission in every live scope.
 func (r *Registry) queuedCalls() int64 {
 	n := r.global.state.gate.Waiting()
+	if c := r.hostCap; c != nil {
+		n += c.waiting.Load()
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, record := range r.scopes {

@@ -333,6 +333,9 @@ func (r *Registry) admittedInLine(s *execState) {
 
 // releaseAdmission ends the admission s holds, if any.
 func (r *Registry) releaseAdmission(s *execState) {
+	if r.hostCap != nil {
+		r.releaseHost(s)
+	}
 	sh := s.holding.Load()
 	if sh == nil {
 		return

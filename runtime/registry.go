@@ -42,6 +42,7 @@ type Registry struct {
 	closeDone chan struct{}
 	life      lifecycle // calls in flight (close.go)
 	code      *codeMode // run_code, when WithCodeMode (codemode.go)
+	hostCap   *hostCap  // WithMaxInFlight (hostcap.go); nil: no cap
 }
 
 // scopeRecord is the registry's record of one key. It outlives a disposed
@@ -53,6 +54,10 @@ type scopeRecord struct {
 	parent   *scopeRecord
 	live     *Scope // nil once disposed
 	children int
+	// kids are the records linked under this one (children of them), for
+	// the cascade of Dispose (R7). Like children, it grows with the
+	// distinct keys linked here, not with churn.
+	kids []*scopeRecord
 }
 
 type config struct {
@@ -63,7 +68,8 @@ type config struct {
 	logger       *slog.Logger
 	events       bool
 	maxQueued    int                                  // 0: unbounded (overload.go)
-	timeouts     bool                                 // enforce declared timeouts (WithTimeouts)
+	maxInFlight  int                                  // 0: no host cap (hostcap.go)
+	timeouts     bool                                 // enforce declared timeouts (default; WithoutTimeouts)
 	codeFactory  func(*Registry) (RunCodeTool, error) // WithCodeMode (codemode.go)
 	presentation Presentation                         // WithDefaultPresentation
 	// maxSchemaBytes and maxArgBytes bound schema and argument text
@@ -133,7 +139,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // New creates a registry with its global scope (R1).
 func New(opts ...Option) (*Registry, error) {
-	cfg := config{maxParallel: 10, events: true}
+	cfg := config{maxParallel: 10, events: true, timeouts: true}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -153,6 +159,7 @@ func New(opts ...Option) (*Registry, error) {
 		scopes:     map[string]*scopeRecord{},
 		closeDone:  make(chan struct{}),
 		workers:    newWorkerPool(64),
+		hostCap:    newHostCap(cfg.maxInFlight),
 	}
 	r.life.init()
 	r.installHooks()
@@ -167,23 +174,26 @@ func New(opts ...Option) (*Registry, error) {
 			return nil, err
 		}
 	}
-	if cfg.timeouts {
-		if _, err := r.global.OnExecute(r.TimeoutHook()); err != nil {
-			_ = r.Close(context.Background())
-			return nil, err
-		}
-	}
 	return r, nil
 }
 
-// WithTimeouts enforces every tool's declared timeout (Definition.Timeout,
-// WithTimeout): New registers TimeoutHook as the first around hook of the
-// global scope, so it wraps every call and every other around hook. A call
-// that runs past its tool's timeout gets the TOOL_TIMEOUT failure "tool call
-// timed out after <ms>ms" (its body's ctx is cancelled at the deadline; R83).
-// Without this option (or TimeoutHook registered by hand) a declared
-// timeout is metadata only: R19 keeps enforcement out of the core
-// pipeline.
+// WithoutTimeouts turns off the enforcement of declared timeouts
+// (Definition.Timeout, WithTimeout), which a registry applies by default
+// (R19, R83): a declared timeout is then metadata only, as for a registry
+// that times its tools out by other means. TimeoutHook registered by hand
+// still enforces them where it is registered.
+func WithoutTimeouts() Option {
+	return optionFunc(func(c *config) error { c.timeouts = false; return nil })
+}
+
+// WithTimeouts enforces every tool's declared timeout, which is what a
+// registry does by default (R83): a call whose body runs past its tool's
+// timeout, counted from dispatch, gets the TOOL_TIMEOUT failure "tool call
+// timed out after <ms>ms" (its body's ctx is cancelled at the deadline).
+// Given after WithoutTimeouts it turns enforcement back on.
+//
+// Deprecated: declared timeouts apply by default; use WithoutTimeouts to
+// opt out.
 func WithTimeouts() Option {
 	return optionFunc(func(c *config) error { c.timeouts = true; return nil })
 }
@@ -232,7 +242,9 @@ func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
-	if parent != nil && parent.live == nil {
+	if parent != nil && (parent.live == nil || parent.live.closing) {
+		// A parent being disposed takes no new children: its cascade
+		// (R7) has collected, or is about to collect, every live one.
 		return nil, ErrScopeDisposed
 	}
 	record := r.scopes[key]
@@ -244,6 +256,9 @@ func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 			parent.children++
 		}
 		record = &scopeRecord{node: core.NewNode(key, pnode), parent: parent}
+		if parent != nil {
+			parent.kids = append(parent.kids, record)
+		}
 		r.scopes[key] = record
 	case record.live != nil:
 		return nil, fmt.Errorf("%w: %q", ErrScopeExists, key)
@@ -259,6 +274,7 @@ func (r *Registry) newScope(key string, parent *scopeRecord) (*Scope, error) {
 		}
 		record.parent = parent
 		parent.children++
+		parent.kids = append(parent.kids, record)
 	}
 	s := r.spawnScope(record.node)
 	s.record = record

@@ -25,6 +25,10 @@ type Scope struct {
 	groupReg *registration
 
 	td teardownState
+	// closing is set, under the registry's mu, once the scope's Dispose
+	// (its own, or an ancestor's cascade) has begun: NewScope under it
+	// fails from then on (R7: no orphan).
+	closing bool
 
 	ownStore owner // what own points to for a scope (groups allocate their own)
 }
@@ -70,6 +74,11 @@ func (t *teardownState) begin() bool {
 // end marks the teardown complete and then announces its removals.
 func (t *teardownState) end(r *Registry) {
 	close(t.done)
+	t.announceAll(r)
+}
+
+// announceAll announces the removals counted by the teardown (R87).
+func (t *teardownState) announceAll(r *Registry) {
 	for range t.announce.Swap(0) {
 		if err := r.notify(); err != nil {
 			r.report(fmt.Errorf("change subscriber failed while a removal was announced: %w", printable(err)))
@@ -338,9 +347,13 @@ func (s *Scope) Group() (*Scope, error) {
 // Dispose removes everything the handle registered, newest first, each
 // exactly as its own disposer would (R7). Disposing a scope also disposes
 // its owner groups (calls already in its admission line are still admitted,
-// in order); children keep their link but lose this layer's contributions. Dispose is idempotent; concurrent callers all
-// return once the teardown is complete. Later mutations through the handle
-// return ErrScopeDisposed. The global scope is disposed only by Close.
+// in order) and, first, every live scope below it, children before
+// parents, each as its own Dispose would; from the moment it begins,
+// NewScope under the scope or any scope below it fails with
+// ErrScopeDisposed, so no sub-agent outlives it. Dispose is idempotent;
+// concurrent callers all return once the teardown is complete. Later
+// mutations through the handle return ErrScopeDisposed. The global scope
+// is disposed only by Close.
 //
 // The teardown's removals are announced to the change subscribers (one
 // notification per removal that changed a view, R87) after the teardown is
@@ -361,8 +374,8 @@ func (s *Scope) dispose() {
 	if !s.td.begin() {
 		return
 	}
-	defer s.td.end(s.reg)
 	if s.group {
+		defer s.td.end(s.reg)
 		// Tear the group down first, while its entry is still linked in the
 		// parent's list, so a parent teardown meanwhile joins this one (and
 		// waits for its removals) before stopping the scope. Then drop the
@@ -372,6 +385,64 @@ func (s *Scope) dispose() {
 		s.groupReg.disposeIn(&s.td)
 		return
 	}
+	// R7: the scope's live descendants go first, children before
+	// parents, each torn down as by its own Dispose. All of the subtree's
+	// teardowns complete before any removal is announced, so a subscriber
+	// hearing one may dispose any scope of it and never waits for a
+	// teardown that waits for it (R86).
+	subtree := s.descendants()
+	var mine []*Scope // the descendants whose teardown this cascade ran
+	for i := len(subtree) - 1; i >= 0; i-- {
+		d := subtree[i]
+		if !d.td.begin() {
+			continue // another Dispose ran it; begin waited for it to complete
+		}
+		d.tearDown()
+		close(d.td.done)
+		mine = append(mine, d)
+	}
+	s.tearDown()
+	close(s.td.done)
+	for _, d := range mine {
+		d.td.announceAll(d.reg)
+	}
+	s.td.announceAll(s.reg)
+}
+
+// descendants marks s and every live scope below it closing (so none takes
+// a new child) and returns the live ones below it in depth-first preorder:
+// walked backwards, every scope comes after all of its descendants. The
+// walk is iterative (no recursion however deep the tree) and runs under
+// the registry's mu, so a concurrent NewScope under any of them either
+// made its child before the walk (the walk finds it) or fails after it.
+func (s *Scope) descendants() []*Scope {
+	r := s.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.closing = true
+	if len(s.record.kids) == 0 {
+		return nil
+	}
+	var out []*Scope
+	stack := append([]*scopeRecord(nil), s.record.kids...)
+	for len(stack) > 0 {
+		rec := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if d := rec.live; d != nil {
+			d.closing = true
+			out = append(out, d)
+		}
+		// Records of disposed keys are walked too: a key below one may be
+		// live again (re-created under it, R3).
+		stack = append(stack, rec.kids...)
+	}
+	return out
+}
+
+// tearDown is a scope's teardown (no user code): its registrations and
+// groups removed newest first, its key's record released, its admission
+// retired.
+func (s *Scope) tearDown() {
 	s.own.teardown(&s.td)
 	r := s.reg
 	r.mu.Lock()

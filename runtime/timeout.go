@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // TimeoutHook returns the ready-made around hook of R83. For a tool
@@ -45,3 +46,9 @@ func (r *Registry) TimeoutHook() AroundHook {
 }
 
 var errToolTimeout = errors.New("toolscope: tool timeout")
+
+// toolTimedOut is the TOOL_TIMEOUT failure of a call whose declared timeout
+// d fired (R83).
+func toolTimedOut(d time.Duration) *Result {
+	return codedFailure(NameToolTimeout, CodeToolTimeout, fmt.Sprintf("tool call timed out after %dms", d.Milliseconds()))
+}

@@ -12,8 +12,9 @@ import (
 	"github.com/toolscope/toolscope/runtime"
 )
 
-// WithTimeouts enforces a declared timeout with no hook registered by hand
-// (issue 12, item 5); without it a declared timeout is metadata (R19).
+// A declared timeout is enforced with no hook registered by hand (issue 12,
+// item 5; by default since issue 25, item 7); with WithoutTimeouts it is
+// metadata (R19).
 func TestTimeouts_R83_WithTimeoutsEnforcesDeclaredTimeouts(t *testing.T) {
 	slow := func(ctx context.Context, _ struct{}, _ *runtime.RunContext) (string, error) {
 		select {
@@ -33,8 +34,8 @@ func TestTimeouts_R83_WithTimeoutsEnforcesDeclaredTimeouts(t *testing.T) {
 	}
 	for _, enforce := range []bool{true, false} {
 		var opts []runtime.Option
-		if enforce {
-			opts = append(opts, runtime.WithTimeouts())
+		if !enforce {
+			opts = append(opts, runtime.WithoutTimeouts())
 		}
 		reg := r3Reg(t, opts...)
 		tool, err := runtime.NewTool("slow", "sleeps", slow, runtime.WithTimeout(20*time.Millisecond))

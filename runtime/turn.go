@@ -513,7 +513,7 @@ func (tr *turnRun) prepare(i int) bool {
 		// (a later prepare's hooks see the earlier call admitted). One
 		// that would wait does so on its own goroutine.
 		tc.admitOn = tr.g.state()
-		if r.admitsNow(tc.s, tc.admitOn) {
+		if r.admitsNow(tc.s, tc.admitOn) && r.hostAdmitsNow(tc.s) {
 			res = tr.g.admit(tc.s, tc.admitOn)
 			tc.admitted = res == nil
 			post = res != nil // refused admission goes on through post-execute
@@ -633,10 +633,14 @@ func (g *turnAdmitter) state() *scopeState {
 // ended while waiting, WOULD_DEADLOCK), which goes on through post-execute
 // as a single Execute's does.
 func (g *turnAdmitter) admit(s *execState, sh *scopeState) *Result {
-	if res := g.reg.refusedFromCallback(s, sh); res != nil {
+	var res *Result
+	if g.reg.hostCap != nil {
+		res = g.reg.admitUnderHostCap(s, sh)
+	} else if res = g.reg.refusedFromCallback(s, sh); res != nil {
 		return res
+	} else {
+		res = g.reg.acquire(s, sh, s.mode == Parallel)
 	}
-	res := g.reg.acquire(s, sh, s.mode == Parallel)
 	if res == nil && s.hooks != nil {
 		s.hookAdmitted()
 	}

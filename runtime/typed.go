@@ -92,9 +92,9 @@ func WithOutputSchema(schema any) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.output = schema })
 }
 
-// WithTimeout declares the tool's timeout. It is enforced only by a registry
-// created with WithTimeouts (or with TimeoutHook registered by hand); without
-// either it is metadata (R19, R83).
+// WithTimeout declares the tool's timeout. A registry enforces it by
+// default, counted from the call's dispatch (R83); one created with
+// WithoutTimeouts treats it as metadata (R19).
 func WithTimeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(o *toolOptions) { o.timeout = &d })
 }
