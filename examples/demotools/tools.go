@@ -18,7 +18,7 @@ import (
 // second, but far enough apart that the overlap shows on the timeline.
 const (
 	slowdown     = 2                      // multiplies every latency below
-	fetchTimeout = 300 * time.Millisecond // declared on fetch, enforced by TimeoutHook
+	fetchTimeout = 300 * time.Millisecond // declared on fetch, enforced by the registry (R83)
 )
 
 // latency is a deterministic duration in [lo, hi)·slowdown derived from
@@ -195,10 +195,8 @@ func RegisterGlobal(reg *runtime.Registry, st Stats) error {
 		}
 	}
 
-	// Timeouts declared with WithTimeout are enforced by this around hook.
-	if _, err := g.OnExecute(reg.TimeoutHook()); err != nil {
-		return err
-	}
+	// Timeouts declared with WithTimeout are enforced by the registry itself
+	// (R83), counted from dispatch: no hook is needed.
 	// Guard: nobody writes outside /workspace.
 	if _, err := g.Guard(func(_ context.Context, e runtime.Execution) (string, bool) {
 		if e.Name() != "write" {
