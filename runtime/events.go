@@ -34,17 +34,7 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 		r.publishStarted(s, at)
 	}
 	e := execEvent(ExecutionFinished, s, r.now().UnixNano())
-	e.IsError, e.Code = res.isError, res.errCode
-	switch {
-	case !res.isError:
-		e.Outcome = OutcomeOK
-	case res.hasInfo:
-		e.Outcome = OutcomeCoded
-	case s.denied:
-		e.Outcome = OutcomeDenied
-	default:
-		e.Outcome = OutcomeFailed
-	}
+	e.IsError, e.Code, e.Outcome = res.isError, res.errCode, res.Outcome()
 	deliverTyped(s.typed, e)
 }
 
@@ -57,7 +47,7 @@ func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32
 		e := Event{Kind: ExecutionStarted, At: t, CallID: callID, Tool: tool, Scope: scope, Parent: parent,
 			EnteredAt: t, StartedAt: t, TurnID: turnID, Group: group}
 		deliverTyped(subs, e)
-		e.Kind, e.IsError, e.Code, e.Outcome = ExecutionFinished, true, CodeAbortedBeforeDispatch, OutcomeCoded
+		e.Kind, e.IsError, e.Code, e.Outcome = ExecutionFinished, true, CodeAbortedBeforeDispatch, OutcomeCancelled
 		deliverTyped(subs, e)
 	}
 }

@@ -46,16 +46,75 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
-// Outcome classifies a finished call for a timeline.
+// Outcome says what happened to a call. It is the one failure vocabulary
+// of toolscope: Result.Outcome, Event.Outcome, CallDone.Outcome,
+// otelscope's toolscope.outcome attribute, the protobuf Outcome of the
+// actor protocol and cmd/demo's table and JSON events all use these values
+// and their String words (docs/contract.md#outcomes). A failure's Code, when
+// it has one, says more; the outcome of a code is Code.Outcome.
 type Outcome int
 
-// The outcomes of a finished call.
+// The outcomes of a call.
 const (
-	OutcomeOK     Outcome = iota // a success
-	OutcomeDenied                // a denial (pre-execute, approval or guard)
-	OutcomeFailed                // an uncoded failure (the body's or a hook's error)
-	OutcomeCoded                 // a coded failure: see Event.Code
+	// OutcomeOK: a success ("ok").
+	OutcomeOK Outcome = iota
+	// OutcomeDenied: policy refused the call before its body ran — a
+	// pre-execute Deny, an approval not granted (or no approver), a guard
+	// (R55, R57) ("denied"). A denial is uncoded.
+	OutcomeDenied
+	// OutcomeFailed: the call failed — the tool's error (coded or not), a
+	// hook's error, arguments or output that fail their schema, an unknown
+	// tool, a post-execute Block of a result that was not denied
+	// ("failed").
+	OutcomeFailed
+	// OutcomeTimedOut: the tool's declared timeout fired (TOOL_TIMEOUT)
+	// ("timed_out").
+	OutcomeTimedOut
+	// OutcomeCancelled: the caller's ctx ended — before dispatch
+	// (ABORTED_BEFORE_DISPATCH) or while the body ran (ABORTED)
+	// ("cancelled").
+	OutcomeCancelled
+	// OutcomeRefused: the registry did not take the call on — its scope's
+	// queue was full (OVERLOADED), the registry closed (CLOSED), or a
+	// nested call could never be admitted (WOULD_DEADLOCK) ("refused").
+	OutcomeRefused
 )
+
+// String returns the outcome's word: "ok", "denied", "failed",
+// "timed_out", "cancelled" or "refused".
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeDenied:
+		return "denied"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeTimedOut:
+		return "timed_out"
+	case OutcomeCancelled:
+		return "cancelled"
+	case OutcomeRefused:
+		return "refused"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Outcome is the outcome of a failure with code c: OutcomeTimedOut for
+// TOOL_TIMEOUT, OutcomeCancelled for ABORTED and ABORTED_BEFORE_DISPATCH,
+// OutcomeRefused for OVERLOADED, CLOSED and WOULD_DEADLOCK, and
+// OutcomeFailed for every other code (a tool's own included) and for "".
+func (c Code) Outcome() Outcome {
+	switch c {
+	case CodeToolTimeout:
+		return OutcomeTimedOut
+	case CodeAborted, CodeAbortedBeforeDispatch:
+		return OutcomeCancelled
+	case CodeOverloaded, CodeClosed, CodeWouldDeadlock:
+		return OutcomeRefused
+	}
+	return OutcomeFailed
+}
 
 // Event is one typed event of a Registry (Subscribe). Fields that do not
 // apply to its Kind are zero.
@@ -83,7 +142,8 @@ type Event struct {
 	EnteredAt      time.Time
 	StartedAt      time.Time
 	DispatchDoneAt time.Time
-	// ExecutionFinished only.
+	// ExecutionFinished only: Outcome is the final result's
+	// (Result.Outcome), Code its code.
 	Outcome Outcome
 	Code    Code
 	IsError bool

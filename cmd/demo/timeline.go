@@ -61,7 +61,7 @@ const (
 
 func barClass(c callRecord) (class, color, outcome string) {
 	switch {
-	case c.Code == messages.OutcomeDenied:
+	case c.Outcome == runtime.OutcomeDenied.String():
 		return "denied", colDenied, "denied"
 	case c.IsError:
 		return "failed", colFailed, "failed " + c.Code
@@ -348,7 +348,7 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) *tlPage {
 		// Barriers: an exclusive call runs alone, so its edges are
 		// barriers for the whole lane.
 		for _, c := range cs {
-			if c.Mode != messages.ModeExclusive || c.Code == messages.OutcomeDenied || c.End-c.Start < int64(time.Millisecond) {
+			if c.Mode != messages.ModeExclusive || c.Outcome == runtime.OutcomeDenied.String() || c.End-c.Start < int64(time.Millisecond) {
 				continue
 			}
 			lane.Barriers = append(lane.Barriers, frac(c.Start), frac(c.End))

@@ -48,9 +48,9 @@ func manyAgents(n, turns int) (*Plan, []callRecord) {
 				run := int64(1+r.IntN(60)) * int64(time.Millisecond)
 				switch x := r.IntN(20); {
 				case x == 0:
-					rec.Code, rec.IsError, run = messages.OutcomeDenied, true, 50*int64(time.Microsecond)
+					rec.Outcome, rec.Code, rec.IsError, run = "denied", "denied", true, 50*int64(time.Microsecond)
 				case x == 1:
-					rec.Code, rec.IsError = "ERROR", true
+					rec.Outcome, rec.Code, rec.IsError = "failed", "failed", true
 				case x < 4:
 					rec.Mode, rec.Start = messages.ModeExclusive, end // runs alone
 				}
