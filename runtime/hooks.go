@@ -313,7 +313,7 @@ func (r *Registry) installHooks() {
 	h := &hookSet{reg: r}
 	for _, x := range r.cfg.hooks {
 		if x.Event != nil {
-			subs = append(subs, &Subscription{reg: r, fn: x.Event, sync: true})
+			subs = append(subs, &Subscription{reg: r, hook: x.Event, sync: true})
 		}
 		h.add(x)
 	}
@@ -383,7 +383,7 @@ func (s *Subscription) deliverSync(e Event) {
 			s.reg.report(fmt.Errorf("hooks.Event panicked on %v: %w", e.Kind, panicError(p)))
 		}
 	}()
-	s.fn(e)
+	s.hook(e)
 }
 
 // now is the registry's clock: every time the runtime stamps (events,
