@@ -222,6 +222,38 @@ func TestSubscribe_Item8b_CloseWithStuckSubscriberFinishes(t *testing.T) {
 		assert.EqualValues(t, 15, answered.Load())
 		assert.Positive(t, sub.Dropped())
 	})
+	t.Run("registry Close, turns", func(t *testing.T) {
+		reg := mustNew(t)
+		s, err := reg.NewScope("agent")
+		require.NoError(t, err)
+		mustRegister(t, s, bpTool("t", true, okBody))
+		release := make(chan struct{})
+		defer close(release)
+		sub, err := reg.Subscribe(func(runtime.Event) { <-release }, runtime.WithBuffer(1), runtime.WithBackPressure(0))
+		require.NoError(t, err)
+		// One call's events: the subscriber is stuck on the first, the
+		// second fills the buffer; each turn's TurnStarted (made with the
+		// turn's ctx, which Close's ctx ending cancels) then waits.
+		s.Execute(context.Background(), runtime.Call{ID: "fill", Name: "t"})
+		turns := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _ = s.ExecuteTurn(context.Background(), []runtime.TurnCall{{ID: fmt.Sprintf("t%d", i), Name: "t"}})
+			}()
+		}
+		go func() { wg.Wait(); close(turns) }()
+		waitFor(t, "turns to wait for the subscriber", func() bool { return reg.InFlight() == 3 })
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		closed := make(chan struct{})
+		go func() { _ = reg.Close(ctx); close(closed) }()
+		awaitClosed(t, closed, "Close with a stuck subscriber")
+		awaitClosed(t, turns, "turns whose events wait for a stuck subscriber, released by Close's ctx")
+		assert.Positive(t, sub.Dropped())
+	})
 	t.Run("Subscription.Close", func(t *testing.T) {
 		reg := mustNew(t)
 		defer reg.Close(context.Background())
