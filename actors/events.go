@@ -22,19 +22,10 @@ func (h *Host) publishEvent(e runtime.Event) {
 			UnixNanos: unixNanos(e.StartedAt), TurnId: e.TurnID, Group: e.Group,
 		})
 	case runtime.ExecutionFinished:
-		var code string
-		switch e.Outcome {
-		case runtime.OutcomeCoded:
-			code = string(e.Code)
-		case runtime.OutcomeDenied:
-			code = messages.OutcomeDenied
-		case runtime.OutcomeFailed:
-			code = messages.OutcomeError
-		}
 		h.sys.EventStream.Publish(&messages.ExecutionFinished{
 			CallId: e.CallID, Scope: e.Scope, Tool: e.Tool, Mode: eventMode(e),
 			StartedUnixNanos: unixNanos(e.StartedAt), FinishedUnixNanos: unixNanos(e.At),
-			OutcomeCode: code, IsError: e.IsError, TurnId: e.TurnID, Group: e.Group,
+			OutcomeCode: string(e.Code), Outcome: e.Outcome.Proto(), IsError: e.IsError, TurnId: e.TurnID, Group: e.Group,
 			DispatchDoneUnixNanos: unixNanos(e.DispatchDoneAt),
 		})
 	}

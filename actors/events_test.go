@@ -68,15 +68,16 @@ func TestEvents_ExecutionEventsPairUpWithOutcomeCode(t *testing.T) {
 	cancel()
 	calls := []struct {
 		id, tool, code string
+		outcome        messages.Outcome
 		ctx            context.Context
 		mode           messages.ExecutionMode
 		isError        bool
 	}{
-		{"e-ok", "echo", "", context.Background(), messages.ModeParallel, false},
-		{"e-unknown", "ghost", string(runtime.CodeUnknownTool), context.Background(), messages.ModeExclusive, true},
-		{"e-fail", "fails", messages.OutcomeError, context.Background(), messages.ModeExclusive, true},
-		{"e-denied", "denied", messages.OutcomeDenied, context.Background(), messages.ModeUnspecified, true},
-		{"e-abort", "echo", string(runtime.CodeAbortedBeforeDispatch), cancelled, messages.ModeUnspecified, true},
+		{"e-ok", "echo", "", messages.OutcomeOK, context.Background(), messages.ModeParallel, false},
+		{"e-unknown", "ghost", string(runtime.CodeUnknownTool), messages.OutcomeFailed, context.Background(), messages.ModeExclusive, true},
+		{"e-fail", "fails", "", messages.OutcomeFailed, context.Background(), messages.ModeExclusive, true},
+		{"e-denied", "denied", "", messages.OutcomeDenied, context.Background(), messages.ModeUnspecified, true},
+		{"e-abort", "echo", string(runtime.CodeAbortedBeforeDispatch), messages.OutcomeCancelled, cancelled, messages.ModeUnspecified, true},
 	}
 	for _, c := range calls {
 		res := s.Execute(c.ctx, runtime.Call{ID: c.id, Name: c.tool})
@@ -102,6 +103,7 @@ func TestEvents_ExecutionEventsPairUpWithOutcomeCode(t *testing.T) {
 		assert.Equal(t, c.tool, st.GetTool())
 		assert.Equal(t, c.tool, fi.GetTool())
 		assert.Equal(t, c.code, fi.GetOutcomeCode(), id)
+		assert.Equal(t, c.outcome, fi.GetOutcome(), id)
 		assert.Equal(t, c.isError, fi.GetIsError(), id)
 		assert.Equal(t, st.GetUnixNanos(), fi.GetStartedUnixNanos())
 		assert.GreaterOrEqual(t, st.GetUnixNanos(), before)

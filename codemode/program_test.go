@@ -168,7 +168,7 @@ func TestProgram_ApprovalAskedInsideProgram(t *testing.T) {
 	v := valueOf(t, runCode(t, s, `a = call("read", path="a")
 b = call("read", path="b")
 [a.ok, a.value, b.ok, b.error]`))
-	assert.Equal(t, `[true,"contents of a",false,"the user rejected tool \"read\""]`, string(v.Value))
+	assert.Equal(t, `[true,"contents of a",false,"approval for tool \"read\" was refused"]`, string(v.Value))
 	assert.Equal(t, []string{"agent/read/rc/1", "agent/read/rc/2"}, asked)
 }
 

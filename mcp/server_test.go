@@ -523,7 +523,7 @@ func TestServer_ApprovalFailsClosed(t *testing.T) {
 		srv := newServer(t, f.reg.Global())
 		for _, p := range protocols {
 			cs := transports[0].connect(t, srv, client(nil), p.opts)
-			if r := callText(t, cs, "deploy", map[string]any{"text": "v2"}); !r.IsError || text(r) != "Error: deploys to production" {
+			if r := callText(t, cs, "deploy", map[string]any{"text": "v2"}); !r.IsError || text(r) != `Error: tool "deploy" requires approval (deploys to production), and no approver is set up to grant it; the call was not run` {
 				t.Errorf("%s: isError=%v %q", p.name, r.IsError, text(r))
 			}
 		}

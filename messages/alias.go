@@ -20,13 +20,34 @@ const (
 	TurnEventResult = TurnEvent_KIND_RESULT
 )
 
-// Values of [ExecutionFinished.OutcomeCode] for failures without an
-// [ErrorInfo]. A coded failure reports its ErrorInfo.Code instead, and a
-// success reports the empty string.
+// Short names for the generated [Outcome] values (docs/contract.md#outcomes).
 const (
-	// OutcomeDenied marks an uncoded denial by pre-execute, approval or a
-	// guard (R57).
-	OutcomeDenied = "DENIED"
-	// OutcomeError marks any other uncoded failure.
-	OutcomeError = "ERROR"
+	OutcomeUnspecified = Outcome_OUTCOME_UNSPECIFIED
+	OutcomeOK          = Outcome_OUTCOME_OK
+	OutcomeDenied      = Outcome_OUTCOME_DENIED
+	OutcomeFailed      = Outcome_OUTCOME_FAILED
+	OutcomeTimedOut    = Outcome_OUTCOME_TIMED_OUT
+	OutcomeCancelled   = Outcome_OUTCOME_CANCELLED
+	OutcomeRefused     = Outcome_OUTCOME_REFUSED
 )
+
+// Word returns the outcome's word, as runtime.Outcome.String writes it:
+// "ok", "denied", "failed", "timed_out", "cancelled", "refused" ("" for
+// OUTCOME_UNSPECIFIED).
+func (o Outcome) Word() string {
+	switch o {
+	case OutcomeOK:
+		return "ok"
+	case OutcomeDenied:
+		return "denied"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeTimedOut:
+		return "timed_out"
+	case OutcomeCancelled:
+		return "cancelled"
+	case OutcomeRefused:
+		return "refused"
+	}
+	return ""
+}

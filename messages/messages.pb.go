@@ -21,6 +21,80 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Outcome is what happened to a call: the one vocabulary of runtime.Outcome
+// (whose value is this one's minus one), the events and the metrics
+// (docs/contract.md#outcomes). The word of each value is its name after
+// OUTCOME_, in lower case ("ok", "denied", "timed_out", ...).
+type Outcome int32
+
+const (
+	// OUTCOME_UNSPECIFIED: not set (a sender that predates the field).
+	Outcome_OUTCOME_UNSPECIFIED Outcome = 0
+	// OUTCOME_OK: a success.
+	Outcome_OUTCOME_OK Outcome = 1
+	// OUTCOME_DENIED: pre-execute, approval or a guard refused the call
+	// before its body ran (R55, R57); uncoded.
+	Outcome_OUTCOME_DENIED Outcome = 2
+	// OUTCOME_FAILED: any other failure: the tool's or a hook's error, a
+	// schema failure, an unknown tool, a post-execute block.
+	Outcome_OUTCOME_FAILED Outcome = 3
+	// OUTCOME_TIMED_OUT: TOOL_TIMEOUT.
+	Outcome_OUTCOME_TIMED_OUT Outcome = 4
+	// OUTCOME_CANCELLED: ABORTED or ABORTED_BEFORE_DISPATCH.
+	Outcome_OUTCOME_CANCELLED Outcome = 5
+	// OUTCOME_REFUSED: OVERLOADED, CLOSED or WOULD_DEADLOCK.
+	Outcome_OUTCOME_REFUSED Outcome = 6
+)
+
+// Enum value maps for Outcome.
+var (
+	Outcome_name = map[int32]string{
+		0: "OUTCOME_UNSPECIFIED",
+		1: "OUTCOME_OK",
+		2: "OUTCOME_DENIED",
+		3: "OUTCOME_FAILED",
+		4: "OUTCOME_TIMED_OUT",
+		5: "OUTCOME_CANCELLED",
+		6: "OUTCOME_REFUSED",
+	}
+	Outcome_value = map[string]int32{
+		"OUTCOME_UNSPECIFIED": 0,
+		"OUTCOME_OK":          1,
+		"OUTCOME_DENIED":      2,
+		"OUTCOME_FAILED":      3,
+		"OUTCOME_TIMED_OUT":   4,
+		"OUTCOME_CANCELLED":   5,
+		"OUTCOME_REFUSED":     6,
+	}
+)
+
+func (x Outcome) Enum() *Outcome {
+	p := new(Outcome)
+	*p = x
+	return p
+}
+
+func (x Outcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Outcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolscope_messages_messages_proto_enumTypes[0].Descriptor()
+}
+
+func (Outcome) Type() protoreflect.EnumType {
+	return &file_toolscope_messages_messages_proto_enumTypes[0]
+}
+
+func (x Outcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Outcome.Descriptor instead.
+func (Outcome) EnumDescriptor() ([]byte, []int) {
+	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{0}
+}
+
 // ExecutionMode is how the turn scheduler may run a call (docs/contract.md#mode, R36).
 type ExecutionMode int32
 
@@ -61,11 +135,11 @@ func (x ExecutionMode) String() string {
 }
 
 func (ExecutionMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolscope_messages_messages_proto_enumTypes[0].Descriptor()
+	return file_toolscope_messages_messages_proto_enumTypes[1].Descriptor()
 }
 
 func (ExecutionMode) Type() protoreflect.EnumType {
-	return &file_toolscope_messages_messages_proto_enumTypes[0]
+	return &file_toolscope_messages_messages_proto_enumTypes[1]
 }
 
 func (x ExecutionMode) Number() protoreflect.EnumNumber {
@@ -74,7 +148,7 @@ func (x ExecutionMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ExecutionMode.Descriptor instead.
 func (ExecutionMode) EnumDescriptor() ([]byte, []int) {
-	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{0}
+	return file_toolscope_messages_messages_proto_rawDescGZIP(), []int{1}
 }
 
 // Kind says what happened to the call.
@@ -115,11 +189,11 @@ func (x TurnEvent_Kind) String() string {
 }
 
 func (TurnEvent_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolscope_messages_messages_proto_enumTypes[1].Descriptor()
+	return file_toolscope_messages_messages_proto_enumTypes[2].Descriptor()
 }
 
 func (TurnEvent_Kind) Type() protoreflect.EnumType {
-	return &file_toolscope_messages_messages_proto_enumTypes[1]
+	return &file_toolscope_messages_messages_proto_enumTypes[2]
 }
 
 func (x TurnEvent_Kind) Number() protoreflect.EnumNumber {
@@ -494,6 +568,12 @@ type Result struct {
 	// concludes_turn is set on a success created after the body called
 	// ConcludeTurn (R78); never on a failure.
 	ConcludesTurn bool `protobuf:"varint,7,opt,name=concludes_turn,json=concludesTurn,proto3" json:"concludes_turn,omitempty"`
+	// outcome says what happened (docs/contract.md#outcomes): OUTCOME_OK on a
+	// success; on a failure it tells a denial (uncoded) from any other
+	// uncoded failure, and a coded failure's outcome follows its code.
+	// OUTCOME_UNSPECIFIED (a sender that does not set it) reads as OK or
+	// FAILED by is_error and the code.
+	Outcome       Outcome `protobuf:"varint,8,opt,name=outcome,proto3,enum=toolscope.messages.Outcome" json:"outcome,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -575,6 +655,13 @@ func (x *Result) GetConcludesTurn() bool {
 		return x.ConcludesTurn
 	}
 	return false
+}
+
+func (x *Result) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
 }
 
 // ExecuteRequest asks for one execution of call (docs/contract.md#execute). The receiver
@@ -1535,9 +1622,8 @@ type ExecutionFinished struct {
 	StartedUnixNanos int64 `protobuf:"varint,5,opt,name=started_unix_nanos,json=startedUnixNanos,proto3" json:"started_unix_nanos,omitempty"`
 	// finished_unix_nanos is the finish time, nanoseconds since the Unix epoch.
 	FinishedUnixNanos int64 `protobuf:"varint,6,opt,name=finished_unix_nanos,json=finishedUnixNanos,proto3" json:"finished_unix_nanos,omitempty"`
-	// outcome_code is empty for a success; for a failure it is the failure's
-	// ErrorInfo.code, or "DENIED" for an uncoded denial (R57) and "ERROR" for
-	// any other uncoded failure.
+	// outcome_code is the failure's ErrorInfo.code: empty for a success and
+	// for an uncoded failure (outcome tells a denial from a failure).
 	OutcomeCode string `protobuf:"bytes,7,opt,name=outcome_code,json=outcomeCode,proto3" json:"outcome_code,omitempty"`
 	// is_error mirrors Result.is_error.
 	IsError bool `protobuf:"varint,8,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
@@ -1551,8 +1637,10 @@ type ExecutionFinished struct {
 	// finished_unix_nanos can be later than this for a fast call that waited
 	// behind a slower one.
 	DispatchDoneUnixNanos int64 `protobuf:"varint,11,opt,name=dispatch_done_unix_nanos,json=dispatchDoneUnixNanos,proto3" json:"dispatch_done_unix_nanos,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// outcome is the final result's (Result.outcome).
+	Outcome       Outcome `protobuf:"varint,12,opt,name=outcome,proto3,enum=toolscope.messages.Outcome" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecutionFinished) Reset() {
@@ -1662,6 +1750,13 @@ func (x *ExecutionFinished) GetDispatchDoneUnixNanos() int64 {
 	return 0
 }
 
+func (x *ExecutionFinished) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
 var File_toolscope_messages_messages_proto protoreflect.FileDescriptor
 
 const file_toolscope_messages_messages_proto_rawDesc = "" +
@@ -1687,7 +1782,7 @@ const file_toolscope_messages_messages_proto_rawDesc = "" +
 	"\x04code\x18\x02 \x01(\tR\x04code\"X\n" +
 	"\tToolError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x121\n" +
-	"\x04info\x18\x02 \x01(\v2\x1d.toolscope.messages.ErrorInfoR\x04info\"\xf3\x02\n" +
+	"\x04info\x18\x02 \x01(\v2\x1d.toolscope.messages.ErrorInfoR\x04info\"\xaa\x03\n" +
 	"\x06Result\x12\x19\n" +
 	"\bis_error\x18\x01 \x01(\bR\aisError\x12\"\n" +
 	"\n" +
@@ -1696,7 +1791,8 @@ const file_toolscope_messages_messages_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\v2\x1d.toolscope.messages.ToolErrorR\x05error\x12 \n" +
 	"\tmeta_json\x18\x05 \x01(\fH\x01R\bmetaJson\x88\x01\x01\x12S\n" +
 	"\x13additional_contexts\x18\x06 \x03(\v2\".toolscope.messages.ContextMessageR\x12additionalContexts\x12%\n" +
-	"\x0econcludes_turn\x18\a \x01(\bR\rconcludesTurnB\r\n" +
+	"\x0econcludes_turn\x18\a \x01(\bR\rconcludesTurn\x125\n" +
+	"\aoutcome\x18\b \x01(\x0e2\x1b.toolscope.messages.OutcomeR\aoutcomeB\r\n" +
 	"\v_value_jsonB\f\n" +
 	"\n" +
 	"_meta_json\">\n" +
@@ -1759,7 +1855,7 @@ const file_toolscope_messages_messages_proto_rawDesc = "" +
 	"\n" +
 	"unix_nanos\x18\x05 \x01(\x03R\tunixNanos\x12\x17\n" +
 	"\aturn_id\x18\x06 \x01(\tR\x06turnId\x12\x14\n" +
-	"\x05group\x18\a \x01(\x05R\x05group\"\x91\x03\n" +
+	"\x05group\x18\a \x01(\x05R\x05group\"\xc8\x03\n" +
 	"\x11ExecutionFinished\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x12\n" +
@@ -1772,7 +1868,17 @@ const file_toolscope_messages_messages_proto_rawDesc = "" +
 	"\aturn_id\x18\t \x01(\tR\x06turnId\x12\x14\n" +
 	"\x05group\x18\n" +
 	" \x01(\x05R\x05group\x127\n" +
-	"\x18dispatch_done_unix_nanos\x18\v \x01(\x03R\x15dispatchDoneUnixNanos*j\n" +
+	"\x18dispatch_done_unix_nanos\x18\v \x01(\x03R\x15dispatchDoneUnixNanos\x125\n" +
+	"\aoutcome\x18\f \x01(\x0e2\x1b.toolscope.messages.OutcomeR\aoutcome*\x9d\x01\n" +
+	"\aOutcome\x12\x17\n" +
+	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"OUTCOME_OK\x10\x01\x12\x12\n" +
+	"\x0eOUTCOME_DENIED\x10\x02\x12\x12\n" +
+	"\x0eOUTCOME_FAILED\x10\x03\x12\x15\n" +
+	"\x11OUTCOME_TIMED_OUT\x10\x04\x12\x15\n" +
+	"\x11OUTCOME_CANCELLED\x10\x05\x12\x13\n" +
+	"\x0fOUTCOME_REFUSED\x10\x06*j\n" +
 	"\rExecutionMode\x12\x1e\n" +
 	"\x1aEXECUTION_MODE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EXECUTION_MODE_EXCLUSIVE\x10\x01\x12\x1b\n" +
@@ -1790,58 +1896,61 @@ func file_toolscope_messages_messages_proto_rawDescGZIP() []byte {
 	return file_toolscope_messages_messages_proto_rawDescData
 }
 
-var file_toolscope_messages_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_toolscope_messages_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_toolscope_messages_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_toolscope_messages_messages_proto_goTypes = []any{
-	(ExecutionMode)(0),           // 0: toolscope.messages.ExecutionMode
-	(TurnEvent_Kind)(0),          // 1: toolscope.messages.TurnEvent.Kind
-	(*Call)(nil),                 // 2: toolscope.messages.Call
-	(*ContentBlock)(nil),         // 3: toolscope.messages.ContentBlock
-	(*ContextMessage)(nil),       // 4: toolscope.messages.ContextMessage
-	(*ErrorInfo)(nil),            // 5: toolscope.messages.ErrorInfo
-	(*ToolError)(nil),            // 6: toolscope.messages.ToolError
-	(*Result)(nil),               // 7: toolscope.messages.Result
-	(*ExecuteRequest)(nil),       // 8: toolscope.messages.ExecuteRequest
-	(*ExecuteReply)(nil),         // 9: toolscope.messages.ExecuteReply
-	(*ExecutionModeRequest)(nil), // 10: toolscope.messages.ExecutionModeRequest
-	(*ExecutionModeReply)(nil),   // 11: toolscope.messages.ExecutionModeReply
-	(*ToolSchema)(nil),           // 12: toolscope.messages.ToolSchema
-	(*GetRequest)(nil),           // 13: toolscope.messages.GetRequest
-	(*GetReply)(nil),             // 14: toolscope.messages.GetReply
-	(*SchemasRequest)(nil),       // 15: toolscope.messages.SchemasRequest
-	(*SchemasReply)(nil),         // 16: toolscope.messages.SchemasReply
-	(*TurnCall)(nil),             // 17: toolscope.messages.TurnCall
-	(*TurnRequest)(nil),          // 18: toolscope.messages.TurnRequest
-	(*TurnEvent)(nil),            // 19: toolscope.messages.TurnEvent
-	(*TurnReply)(nil),            // 20: toolscope.messages.TurnReply
-	(*ErrorReply)(nil),           // 21: toolscope.messages.ErrorReply
-	(*RegistryChanged)(nil),      // 22: toolscope.messages.RegistryChanged
-	(*ExecutionStarted)(nil),     // 23: toolscope.messages.ExecutionStarted
-	(*ExecutionFinished)(nil),    // 24: toolscope.messages.ExecutionFinished
+	(Outcome)(0),                 // 0: toolscope.messages.Outcome
+	(ExecutionMode)(0),           // 1: toolscope.messages.ExecutionMode
+	(TurnEvent_Kind)(0),          // 2: toolscope.messages.TurnEvent.Kind
+	(*Call)(nil),                 // 3: toolscope.messages.Call
+	(*ContentBlock)(nil),         // 4: toolscope.messages.ContentBlock
+	(*ContextMessage)(nil),       // 5: toolscope.messages.ContextMessage
+	(*ErrorInfo)(nil),            // 6: toolscope.messages.ErrorInfo
+	(*ToolError)(nil),            // 7: toolscope.messages.ToolError
+	(*Result)(nil),               // 8: toolscope.messages.Result
+	(*ExecuteRequest)(nil),       // 9: toolscope.messages.ExecuteRequest
+	(*ExecuteReply)(nil),         // 10: toolscope.messages.ExecuteReply
+	(*ExecutionModeRequest)(nil), // 11: toolscope.messages.ExecutionModeRequest
+	(*ExecutionModeReply)(nil),   // 12: toolscope.messages.ExecutionModeReply
+	(*ToolSchema)(nil),           // 13: toolscope.messages.ToolSchema
+	(*GetRequest)(nil),           // 14: toolscope.messages.GetRequest
+	(*GetReply)(nil),             // 15: toolscope.messages.GetReply
+	(*SchemasRequest)(nil),       // 16: toolscope.messages.SchemasRequest
+	(*SchemasReply)(nil),         // 17: toolscope.messages.SchemasReply
+	(*TurnCall)(nil),             // 18: toolscope.messages.TurnCall
+	(*TurnRequest)(nil),          // 19: toolscope.messages.TurnRequest
+	(*TurnEvent)(nil),            // 20: toolscope.messages.TurnEvent
+	(*TurnReply)(nil),            // 21: toolscope.messages.TurnReply
+	(*ErrorReply)(nil),           // 22: toolscope.messages.ErrorReply
+	(*RegistryChanged)(nil),      // 23: toolscope.messages.RegistryChanged
+	(*ExecutionStarted)(nil),     // 24: toolscope.messages.ExecutionStarted
+	(*ExecutionFinished)(nil),    // 25: toolscope.messages.ExecutionFinished
 }
 var file_toolscope_messages_messages_proto_depIdxs = []int32{
-	5,  // 0: toolscope.messages.ToolError.info:type_name -> toolscope.messages.ErrorInfo
-	3,  // 1: toolscope.messages.Result.content:type_name -> toolscope.messages.ContentBlock
-	6,  // 2: toolscope.messages.Result.error:type_name -> toolscope.messages.ToolError
-	4,  // 3: toolscope.messages.Result.additional_contexts:type_name -> toolscope.messages.ContextMessage
-	2,  // 4: toolscope.messages.ExecuteRequest.call:type_name -> toolscope.messages.Call
-	7,  // 5: toolscope.messages.ExecuteReply.result:type_name -> toolscope.messages.Result
-	2,  // 6: toolscope.messages.ExecutionModeRequest.call:type_name -> toolscope.messages.Call
-	0,  // 7: toolscope.messages.ExecutionModeReply.mode:type_name -> toolscope.messages.ExecutionMode
-	12, // 8: toolscope.messages.GetReply.tool:type_name -> toolscope.messages.ToolSchema
-	12, // 9: toolscope.messages.SchemasReply.tools:type_name -> toolscope.messages.ToolSchema
-	17, // 10: toolscope.messages.TurnRequest.calls:type_name -> toolscope.messages.TurnCall
-	1,  // 11: toolscope.messages.TurnEvent.kind:type_name -> toolscope.messages.TurnEvent.Kind
-	7,  // 12: toolscope.messages.TurnReply.results:type_name -> toolscope.messages.Result
-	19, // 13: toolscope.messages.TurnReply.events:type_name -> toolscope.messages.TurnEvent
-	4,  // 14: toolscope.messages.TurnReply.contexts:type_name -> toolscope.messages.ContextMessage
-	0,  // 15: toolscope.messages.ExecutionStarted.mode:type_name -> toolscope.messages.ExecutionMode
-	0,  // 16: toolscope.messages.ExecutionFinished.mode:type_name -> toolscope.messages.ExecutionMode
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	6,  // 0: toolscope.messages.ToolError.info:type_name -> toolscope.messages.ErrorInfo
+	4,  // 1: toolscope.messages.Result.content:type_name -> toolscope.messages.ContentBlock
+	7,  // 2: toolscope.messages.Result.error:type_name -> toolscope.messages.ToolError
+	5,  // 3: toolscope.messages.Result.additional_contexts:type_name -> toolscope.messages.ContextMessage
+	0,  // 4: toolscope.messages.Result.outcome:type_name -> toolscope.messages.Outcome
+	3,  // 5: toolscope.messages.ExecuteRequest.call:type_name -> toolscope.messages.Call
+	8,  // 6: toolscope.messages.ExecuteReply.result:type_name -> toolscope.messages.Result
+	3,  // 7: toolscope.messages.ExecutionModeRequest.call:type_name -> toolscope.messages.Call
+	1,  // 8: toolscope.messages.ExecutionModeReply.mode:type_name -> toolscope.messages.ExecutionMode
+	13, // 9: toolscope.messages.GetReply.tool:type_name -> toolscope.messages.ToolSchema
+	13, // 10: toolscope.messages.SchemasReply.tools:type_name -> toolscope.messages.ToolSchema
+	18, // 11: toolscope.messages.TurnRequest.calls:type_name -> toolscope.messages.TurnCall
+	2,  // 12: toolscope.messages.TurnEvent.kind:type_name -> toolscope.messages.TurnEvent.Kind
+	8,  // 13: toolscope.messages.TurnReply.results:type_name -> toolscope.messages.Result
+	20, // 14: toolscope.messages.TurnReply.events:type_name -> toolscope.messages.TurnEvent
+	5,  // 15: toolscope.messages.TurnReply.contexts:type_name -> toolscope.messages.ContextMessage
+	1,  // 16: toolscope.messages.ExecutionStarted.mode:type_name -> toolscope.messages.ExecutionMode
+	1,  // 17: toolscope.messages.ExecutionFinished.mode:type_name -> toolscope.messages.ExecutionMode
+	0,  // 18: toolscope.messages.ExecutionFinished.outcome:type_name -> toolscope.messages.Outcome
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_toolscope_messages_messages_proto_init() }
@@ -1855,7 +1964,7 @@ func file_toolscope_messages_messages_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolscope_messages_messages_proto_rawDesc), len(file_toolscope_messages_messages_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -93,7 +93,7 @@ func samples() []proto.Message {
 		&ExecutionFinished{
 			CallId: "t1-1", Scope: "agent-a", Tool: "read", Mode: ModeParallel,
 			StartedUnixNanos: 1_700_000_000_000_000_000, FinishedUnixNanos: 1_700_000_000_000_004_000,
-			OutcomeCode: OutcomeDenied, IsError: true, TurnId: "t1", Group: 2,
+			Outcome: OutcomeDenied, IsError: true, TurnId: "t1", Group: 2,
 		},
 	}
 }

@@ -17,8 +17,10 @@
 // gen_ai.operation.name=execute_tool, gen_ai.tool.name, gen_ai.tool.call.id,
 // gen_ai.tool.description, toolscope.scope (the scope key the call runs
 // for; none in the global view), toolscope.mode (parallel or exclusive,
-// once classified), and error.type (the result's code; "denied" or "tool_error"
-// for an uncoded failure) with an Error status on failure. The caller's ctx
+// once classified), toolscope.outcome (runtime.Outcome's word: "ok",
+// "denied", "failed", "timed_out", "cancelled" or "refused") and, on a
+// failure, error.type (the result's code; "denied" or "failed" for an
+// uncoded failure) with an Error status. The caller's ctx
 // span is the parent; a nested call's span is a child of its parent
 // execution's span (the body's ctx carries it); a turn is an "execute_turn"
 // span (toolscope.scope, toolscope.turn.id, toolscope.turn.calls) with one
@@ -49,15 +51,16 @@
 //
 //   - gen_ai.execute_tool.duration (histogram, s, buckets from 1ms to
 //     5min): each call from entry to its final result, by gen_ai.tool.name
-//     and toolscope.outcome (a code, "ok", "denied" or "tool_error");
+//     and toolscope.outcome (runtime.Outcome's word), plus error.type on a
+//     failure (the code, or "denied" / "failed" when uncoded);
 //   - toolscope.admission.wait (histogram, s, buckets from 10µs to 30s): how
 //     long each dispatched call waited between entry and admission, by
 //     gen_ai.tool.name;
 //   - toolscope.calls.in_flight and toolscope.calls.queued (gauges):
 //     Registry.InFlight and Registry.Queued;
-//   - toolscope.calls.failed (counter): failures by toolscope.outcome
-//     (denials, uncoded failures, and each code, OVERLOADED, CLOSED and a
-//     turn's ABORTED_BEFORE_DISPATCH included).
+//   - toolscope.calls.failed (counter): failures by toolscope.outcome and
+//     error.type (denials, uncoded failures, and each code, OVERLOADED,
+//     CLOSED and a turn's ABORTED_BEFORE_DISPATCH included).
 //
 // gen_ai.tool.name is the called tool's name, or UnknownToolMetricName
 // ("_unknown") for every call whose name resolves to no tool.

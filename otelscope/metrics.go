@@ -45,13 +45,36 @@ type meter struct {
 	// per map; past that a set is built per measurement.
 	mu        sync.RWMutex
 	byTool    map[string]*toolAttrs // gen_ai.tool.name → its options
-	byOutcome map[string][]metric.AddOption
+	byOutcome map[outcomeKey][]metric.AddOption
 }
 
 // toolAttrs holds one tool's cached options.
 type toolAttrs struct {
-	wait      []metric.RecordOption            // {tool}
-	byOutcome map[string][]metric.RecordOption // outcome → {tool, outcome}; under meter.mu
+	wait      []metric.RecordOption                // {tool}
+	byOutcome map[outcomeKey][]metric.RecordOption // outcome → {tool, outcome[, error.type]}; under meter.mu
+}
+
+// outcomeKey is a call's outcome attributes: toolscope.outcome (the
+// runtime.Outcome word) and, on a failure, error.type (errorType).
+type outcomeKey struct {
+	outcome runtime.Outcome
+	errType string
+}
+
+// keyOf is the outcome attributes of a finished call.
+func keyOf(d runtime.CallDone) outcomeKey {
+	if !d.Result.IsError() {
+		return outcomeKey{outcome: runtime.OutcomeOK}
+	}
+	return outcomeKey{outcome: d.Outcome, errType: errorType(d)}
+}
+
+func (k outcomeKey) attrs() []attribute.KeyValue {
+	kv := []attribute.KeyValue{attribute.String("toolscope.outcome", k.outcome.String())}
+	if k.errType != "" {
+		kv = append(kv, attribute.String("error.type", k.errType))
+	}
+	return kv
 }
 
 // maxCachedAttrs bounds each cache map: a registry with more distinct
@@ -121,7 +144,7 @@ func (m *meter) closed(r *runtime.Registry) {
 
 // durationOpts returns the options of (tool, outcome) for the duration
 // histogram and of tool for the wait histogram.
-func (m *meter) durationOpts(tool, outcome string) (dur, wait []metric.RecordOption) {
+func (m *meter) durationOpts(tool string, outcome outcomeKey) (dur, wait []metric.RecordOption) {
 	m.mu.RLock()
 	ta := m.byTool[tool]
 	if ta != nil {
@@ -133,7 +156,7 @@ func (m *meter) durationOpts(tool, outcome string) (dur, wait []metric.RecordOpt
 		return dur, wait
 	}
 	toolAttr := attribute.String("gen_ai.tool.name", tool)
-	dur = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(toolAttr, attribute.String("toolscope.outcome", outcome)))}
+	dur = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(outcome.attrs(), toolAttr)...))}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ta = m.byTool[tool]; ta == nil {
@@ -147,7 +170,7 @@ func (m *meter) durationOpts(tool, outcome string) (dur, wait []metric.RecordOpt
 	}
 	if len(ta.byOutcome) < maxCachedAttrs {
 		if ta.byOutcome == nil {
-			ta.byOutcome = make(map[string][]metric.RecordOption, 2)
+			ta.byOutcome = make(map[outcomeKey][]metric.RecordOption, 2)
 		}
 		ta.byOutcome[outcome] = dur
 	}
@@ -155,18 +178,18 @@ func (m *meter) durationOpts(tool, outcome string) (dur, wait []metric.RecordOpt
 }
 
 // failedOpts returns the options of outcome for the failure counter.
-func (m *meter) failedOpts(outcome string) []metric.AddOption {
+func (m *meter) failedOpts(outcome outcomeKey) []metric.AddOption {
 	m.mu.RLock()
 	opts := m.byOutcome[outcome]
 	m.mu.RUnlock()
 	if opts != nil {
 		return opts
 	}
-	opts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("toolscope.outcome", outcome)))}
+	opts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(outcome.attrs()...))}
 	m.mu.Lock()
 	if len(m.byOutcome) < maxCachedAttrs {
 		if m.byOutcome == nil {
-			m.byOutcome = make(map[string][]metric.AddOption)
+			m.byOutcome = make(map[outcomeKey][]metric.AddOption)
 		}
 		m.byOutcome[outcome] = opts
 	}
@@ -177,10 +200,7 @@ func (m *meter) failedOpts(outcome string) []metric.AddOption {
 // callFinished records a finished call.
 func (m *meter) callFinished(ex runtime.Execution, d runtime.CallDone) {
 	ctx := context.Background()
-	outcome := "ok"
-	if d.Result.IsError() {
-		outcome = errorType(d)
-	}
+	outcome := keyOf(d)
 	tool := UnknownToolMetricName
 	if d.ToolKnown {
 		tool = ex.Name()
@@ -197,7 +217,7 @@ func (m *meter) callFinished(ex runtime.Execution, d runtime.CallDone) {
 
 // refused counts a call refused before the pipeline (OVERLOADED, CLOSED).
 func (m *meter) refused(code runtime.Code) {
-	m.failed.Add(context.Background(), 1, m.failedOpts(string(code))...)
+	m.failed.Add(context.Background(), 1, m.failedOpts(outcomeKey{outcome: code.Outcome(), errType: string(code)})...)
 }
 
 // callAborted counts a turn's call that never started (R97).

@@ -63,10 +63,15 @@ func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 	for _, dp := range dur.DataPoints {
 		tool, _ := dp.Attributes.Value("gen_ai.tool.name")
 		outcome, _ := dp.Attributes.Value("toolscope.outcome")
-		counts[tool.AsString()+"/"+outcome.AsString()] += dp.Count
-		assert.Equal(t, 2, dp.Attributes.Len(), "only tool and outcome: bounded cardinality")
+		et, failed := dp.Attributes.Value("error.type")
+		counts[tool.AsString()+"/"+outcome.AsString()+"/"+et.AsString()] += dp.Count
+		n := 2
+		if failed {
+			n = 3
+		}
+		assert.Equal(t, n, dp.Attributes.Len(), "only tool, outcome and error.type: bounded cardinality")
 	}
-	assert.Equal(t, map[string]uint64{"ok/ok": 3, "bad/tool_error": 1, otelscope.UnknownToolMetricName + "/UNKNOWN_TOOL": 1}, counts)
+	assert.Equal(t, map[string]uint64{"ok/ok/": 3, "bad/failed/failed": 1, otelscope.UnknownToolMetricName + "/failed/UNKNOWN_TOOL": 1}, counts)
 
 	wait, ok := ms["toolscope.admission.wait"].Data.(metricdata.Histogram[float64])
 	require.True(t, ok)
@@ -81,9 +86,10 @@ func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 	byOutcome := map[string]int64{}
 	for _, dp := range failed.DataPoints {
 		o, _ := dp.Attributes.Value("toolscope.outcome")
-		byOutcome[o.AsString()] += dp.Value
+		et, _ := dp.Attributes.Value("error.type")
+		byOutcome[o.AsString()+"/"+et.AsString()] += dp.Value
 	}
-	assert.Equal(t, map[string]int64{"tool_error": 1, "UNKNOWN_TOOL": 1}, byOutcome)
+	assert.Equal(t, map[string]int64{"failed/failed": 1, "failed/UNKNOWN_TOOL": 1}, byOutcome)
 
 	inFlight, ok := ms["toolscope.calls.in_flight"].Data.(metricdata.Gauge[int64])
 	require.True(t, ok)
@@ -99,9 +105,10 @@ func TestMetrics_CountsAndDurationsByToolAndOutcome(t *testing.T) {
 	byOutcome = map[string]int64{}
 	for _, dp := range failed.DataPoints {
 		o, _ := dp.Attributes.Value("toolscope.outcome")
-		byOutcome[o.AsString()] += dp.Value
+		et, _ := dp.Attributes.Value("error.type")
+		byOutcome[o.AsString()+"/"+et.AsString()] += dp.Value
 	}
-	assert.Equal(t, int64(1), byOutcome["CLOSED"])
+	assert.Equal(t, int64(1), byOutcome["refused/CLOSED"])
 }
 
 // A scrape of the Prometheus exporter's handler, after real calls, has the
@@ -136,13 +143,13 @@ func TestMetrics_PrometheusScrape(t *testing.T) {
 	text := string(body)
 	for _, want := range []string{
 		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="ok",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="ok"} 2`,
-		`gen_ai_execute_tool_duration_seconds_count{gen_ai_tool_name="bad",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="tool_error"} 1`,
-		`gen_ai_execute_tool_duration_seconds_bucket{gen_ai_tool_name="_unknown"`,
+		`gen_ai_execute_tool_duration_seconds_count{error_type="failed",gen_ai_tool_name="bad",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="failed"} 1`,
+		`gen_ai_execute_tool_duration_seconds_bucket{error_type="UNKNOWN_TOOL",gen_ai_tool_name="_unknown"`,
 		`toolscope_admission_wait_seconds_count{gen_ai_tool_name="ok"`,
 		`toolscope_calls_in_flight{`,
 		`toolscope_calls_queued{`,
-		`toolscope_calls_failed_total{otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="tool_error"} 1`,
-		`toolscope_calls_failed_total{otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="UNKNOWN_TOOL"} 1`,
+		`toolscope_calls_failed_total{error_type="failed",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="failed"} 1`,
+		`toolscope_calls_failed_total{error_type="UNKNOWN_TOOL",otel_scope_name="github.com/toolscope/toolscope/runtime",otel_scope_schema_url="",otel_scope_version="",toolscope_outcome="failed"} 1`,
 	} {
 		assert.Contains(t, text, want)
 	}
@@ -197,21 +204,31 @@ func ExampleWithMeterProvider() {
 			for _, dp := range d.DataPoints {
 				tool, _ := dp.Attributes.Value("gen_ai.tool.name")
 				outcome, _ := dp.Attributes.Value("toolscope.outcome")
-				lines = append(lines, fmt.Sprintf("%s %s/%s: %d calls", m.Name, tool.AsString(), outcome.AsString(), dp.Count))
+				et, _ := dp.Attributes.Value("error.type")
+				lines = append(lines, fmt.Sprintf("%s %s/%s%s: %d calls", m.Name, tool.AsString(), outcome.AsString(), suffix(et.AsString()), dp.Count))
 			}
 			sort.Strings(lines)
 			fmt.Println(strings.Join(lines, "\n"))
 		case metricdata.Sum[int64]:
 			for _, dp := range d.DataPoints {
 				outcome, _ := dp.Attributes.Value("toolscope.outcome")
-				fmt.Printf("%s %s: %d\n", m.Name, outcome.AsString(), dp.Value)
+				et, _ := dp.Attributes.Value("error.type")
+				fmt.Printf("%s %s%s: %d\n", m.Name, outcome.AsString(), suffix(et.AsString()), dp.Value)
 			}
 		}
 	}
 	// Output:
-	// gen_ai.execute_tool.duration _unknown/UNKNOWN_TOOL: 1 calls
+	// gen_ai.execute_tool.duration _unknown/failed (UNKNOWN_TOOL): 1 calls
 	// gen_ai.execute_tool.duration search/ok: 2 calls
-	// toolscope.calls.failed UNKNOWN_TOOL: 1
+	// toolscope.calls.failed failed (UNKNOWN_TOOL): 1
+}
+
+// suffix is an error.type, in parentheses, for the example's lines.
+func suffix(errType string) string {
+	if errType == "" {
+		return ""
+	}
+	return " (" + errType + ")"
 }
 
 // The tool name attribute is bounded by the registered tools: a call to a

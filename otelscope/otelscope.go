@@ -90,15 +90,11 @@ func Hooks(opts ...Option) runtime.Hooks {
 	return h
 }
 
-// errorType is a failed call's error.type, and its outcome attribute: the
-// result's code, else "denied" or "tool_error".
+// errorType is a failed call's error.type: the result's code, else its
+// outcome's word ("denied" or "failed").
 func errorType(d runtime.CallDone) string {
-	switch {
-	case d.Result.Code() != "":
-		return string(d.Result.Code())
-	case d.Denied:
-		return "denied"
-	default:
-		return "tool_error"
+	if c := d.Result.Code(); c != "" {
+		return string(c)
 	}
+	return d.Outcome.String()
 }

@@ -159,6 +159,7 @@ func (t *tracer) callEnd(ex runtime.Execution, d runtime.CallDone) {
 		}
 	}
 	res := d.Result
+	span.SetAttributes(attribute.String("toolscope.outcome", d.Outcome.String()))
 	if res.IsError() {
 		span.SetAttributes(attribute.String("error.type", errorType(d)))
 		span.SetStatus(codes.Error, res.ErrorMessage())

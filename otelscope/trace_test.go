@@ -87,7 +87,9 @@ func TestTrace_SpanTreeOfATurn(t *testing.T) {
 	}
 	assert.True(t, admitted, "admission is a span event")
 
-	assert.Equal(t, "tool_error", spanAttrs(byCall["3"])["error.type"])
+	assert.Equal(t, "failed", spanAttrs(byCall["3"])["error.type"])
+	assert.Equal(t, "failed", spanAttrs(byCall["3"])["toolscope.outcome"])
+	assert.Equal(t, "denied", spanAttrs(byCall["4"])["toolscope.outcome"])
 	assert.Equal(t, codes.Error, byCall["3"].Status().Code)
 	assert.Equal(t, "boom", byCall["3"].Status().Description)
 	assert.Equal(t, "denied", spanAttrs(byCall["4"])["error.type"])

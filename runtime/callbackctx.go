@@ -35,13 +35,14 @@ func (r *Registry) refusedFromCallback(s *execState, sh *scopeState) *Result {
 		key = "scope \"" + s.node.Key + "\""
 	}
 	return codedFailure(NameDeadlock, CodeWouldDeadlock, "tool call \""+s.name+"\" would wait for admission in "+key+
-		", but it was made with the ctx of a change subscriber or of ExecutionMode's classifier, which carries no execution:"+
+		", but it was made with the ctx of a change subscriber, of a back-pressure event subscriber or of ExecutionMode's classifier, which carries no execution:"+
 		" it cannot be nested in the call it may run inside, so it does not wait (R86)")
 }
 
 // IsCallbackContext reports whether ctx is, or derives from, the ctx the
 // registry gives a callback that runs for no execution: a change
-// subscriber's, or ExecutionMode's classifier's. Such a callback may run
+// subscriber's, a back-pressure event subscriber's (SubscribeContext with
+// WithBackPressure), or ExecutionMode's classifier's. Such a callback may run
 // inside a mutation or a call it cannot see, so code it calls does what the
 // registry does with that ctx (R86): rather than wait for work that may be
 // waiting for the callback, it fails at once. mcp's Imported.Sync is such

@@ -142,7 +142,7 @@ func TestCancel_R80_DuringGateDenialOrFailureKept(t *testing.T) {
 		"guard failure": {guard: func(context.Context, runtime.Execution) (string, bool) { panic("guard failed") }, want: "guard failed"},
 		"approval rejected": {pre: func(context.Context, runtime.Execution, func() (runtime.Decision, error)) (runtime.Decision, error) {
 			return runtime.Ask(), nil
-		}, approver: runtime.ApprovalRejected, want: `the user rejected tool "t"`},
+		}, approver: runtime.ApprovalRejected, want: `approval for tool "t" was refused`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

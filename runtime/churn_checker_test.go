@@ -1189,7 +1189,21 @@ func (e *ckEpoch) subscribe(rng *rand.Rand) {
 	if !burst {
 		e.c.sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
 	}
-	sub, err := e.reg.Subscribe(func(runtime.Event) { e.c.events.Add(1) }, runtime.WithBuffer(16))
+	var sub *runtime.Subscription
+	var err error
+	if rng.IntN(2) == 0 {
+		sub, err = e.reg.Subscribe(func(runtime.Event) { e.c.events.Add(1) }, runtime.WithBuffer(16))
+	} else {
+		// A back-pressure subscriber (issue 25 item 8b): calls wait for its
+		// small buffer, with or without a time bound, through scope churn
+		// and Close. (Its calling back into the registry is
+		// TestSubscribe_Item8b_SubscriberCallingBackNeverDeadlocks: calls made
+		// from a subscriber would escape this checker's rest accounting.)
+		maxWait := time.Duration(rng.IntN(3)) * time.Millisecond
+		sub, err = e.reg.SubscribeContext(func(context.Context, runtime.Event) {
+			e.c.events.Add(1)
+		}, runtime.WithBuffer(1+rng.IntN(8)), runtime.WithBackPressure(maxWait))
+	}
 	if err != nil {
 		if !errors.Is(err, runtime.ErrClosed) || !e.closing.Load() {
 			e.c.problem("epoch %d: Subscribe: %v", e.n, err)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"strings"
 )
 
@@ -93,11 +94,37 @@ const (
 	ApprovalUnavailable ApprovalOutcome = "unavailable"
 )
 
-// ApprovalRequest is what the approver is asked (R55).
+// ApprovalRequest is what the approver is asked (R55): everything a
+// platform needs to route the ask and show it to whoever decides. The
+// approver is called with the caller's ctx, from which
+// ExecutionFromContext also returns the call's Execution.
 type ApprovalRequest struct {
-	Agent     string
-	Tool      string
-	CallID    string
+	// Agent is the key of the scope the call runs for (never "": a call
+	// without one is denied before any approver is asked).
+	Agent  string
+	Tool   string
+	CallID string
+	// Reason is the ask's reason (HasReason: the ask gave one).
 	Reason    string
 	HasReason bool
+	// Arguments is a copy of the call's argument snapshot (R45), the
+	// arguments the tool would run with.
+	Arguments json.RawMessage
+	// TurnID is the turn the call belongs to ("" outside a turn).
+	TurnID string
+
+	// rejection receives Reject's reason while the approver runs.
+	rejection *string
+}
+
+// Reject returns ApprovalRejected and gives reason as the rejection's
+// reason: the denial reads "approval for tool "<name>" was refused:
+// <reason>", for the model or user to act on. Without it (a plain
+// ApprovalRejected) the denial is "approval for tool "<name>" was
+// refused". Call it while the approver runs.
+func (req ApprovalRequest) Reject(reason string) ApprovalOutcome {
+	if req.rejection != nil {
+		*req.rejection = reason
+	}
+	return ApprovalRejected
 }

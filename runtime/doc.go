@@ -20,7 +20,10 @@
 //     agent; the first denial wins and no hook can override it;
 //   - hooks (pre-execute, around, post-execute, result observers): those of
 //     the global scope and of every scope on the chain, in registration
-//     order (WithPrepend puts one first).
+//     order (WithPrepend puts one first);
+//   - approvers (Scope.SetApprover): the nearest one answers an Ask — the
+//     agent's own, else its nearest ancestor's, else the global scope's,
+//     else the registry's WithApprover.
 //
 // Every registration returns its exact disposer: calling it removes that
 // registration and nothing else, once. Disposing a scope runs the disposers
@@ -93,7 +96,14 @@
 // it full is dropped and counted (Subscription.Dropped); the first drop of a
 // subscription is reported once through the error handler
 // (ErrEventsDropped) and logged through the registry's logger, or
-// slog.Default() when WithLogger is not given. WithHooks is the one seam every
+// slog.Default() when WithLogger is not given. A consumer that must see
+// every event (a recorder) subscribes WithBackPressure: a call whose event
+// finds the buffer full waits for room (bounded by its ctx, the
+// subscription's end and an optional maxWait); a subscriber that calls
+// back into the registry uses the ctx SubscribeContext gives it, and its
+// own calls never wait for it. Every failure says what happened in one
+// vocabulary, Result.Outcome (ok, denied, failed, timed_out, cancelled,
+// refused), which events, hooks, metrics and the protocol share. WithHooks is the one seam every
 // observer hangs off: optional functions called in place at each point of a
 // call (its start, which may give the call a ctx, each stage, its finish and
 // end), of a turn and of the registry, in the shape of
@@ -130,8 +140,9 @@
 //     the execution). So do the renderer, the presentation-metadata
 //     projector and the classifier (Output.Render, Output.PresentationMeta,
 //     IsConcurrencySafe), so a call they make with it is nested. A
-//     ChangeSubscriber, and the classifier when ExecutionMode runs it, run
-//     for no execution the registry can name: their ctx carries none, and
+//     ChangeSubscriber, a back-pressure event subscriber, and the classifier
+//     when ExecutionMode runs it, run for no execution the registry can
+//     name: their ctx carries none, and
 //     a call made with it never waits for admission (WOULD_DEADLOCK when it
 //     cannot be admitted at once).
 //   - Options are WithXxx everywhere: registry options, tool options (NewTool),

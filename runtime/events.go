@@ -1,5 +1,7 @@
 package runtime
 
+import "context"
+
 // Execution events: every call delivers exactly one ExecutionStarted and
 // one ExecutionFinished typed event (a turn's synthetic aborted calls
 // included) to Hooks.Event and the subscriptions. A dispatched call is
@@ -18,7 +20,7 @@ func (r *Registry) publishStarted(s *execState, at int64) {
 	s.startedSent = true
 	s.startedAt = at
 	if s.typed != nil {
-		deliverTyped(s.typed, execEvent(ExecutionStarted, s, at))
+		deliverTyped(s.typed, execEvent(ExecutionStarted, s, at), s.ctx())
 	}
 }
 
@@ -34,31 +36,21 @@ func (r *Registry) emitFinished(s *execState, res *Result) {
 		r.publishStarted(s, at)
 	}
 	e := execEvent(ExecutionFinished, s, r.now().UnixNano())
-	e.IsError, e.Code = res.isError, res.errCode
-	switch {
-	case !res.isError:
-		e.Outcome = OutcomeOK
-	case res.hasInfo:
-		e.Outcome = OutcomeCoded
-	case s.denied:
-		e.Outcome = OutcomeDenied
-	default:
-		e.Outcome = OutcomeFailed
-	}
-	deliverTyped(s.typed, e)
+	e.IsError, e.Code, e.Outcome = res.isError, res.errCode, res.Outcome()
+	deliverTyped(s.typed, e, s.ctx())
 }
 
 // emitSynthetic publishes the event pair of a turn call that never started
 // (R97): it bypasses the registry, but the record of calls stays complete.
-func (r *Registry) emitSynthetic(callID, scope, tool, turnID string, group int32, parent Token) {
+func (r *Registry) emitSynthetic(ctx context.Context, callID, scope, tool, turnID string, group int32, parent Token) {
 	now := r.now().UnixNano()
 	if subs := r.typedListeners(); len(subs) > 0 {
 		t := unixTime(now)
 		e := Event{Kind: ExecutionStarted, At: t, CallID: callID, Tool: tool, Scope: scope, Parent: parent,
 			EnteredAt: t, StartedAt: t, TurnID: turnID, Group: group}
-		deliverTyped(subs, e)
-		e.Kind, e.IsError, e.Code, e.Outcome = ExecutionFinished, true, CodeAbortedBeforeDispatch, OutcomeCoded
-		deliverTyped(subs, e)
+		deliverTyped(subs, e, ctx)
+		e.Kind, e.IsError, e.Code, e.Outcome = ExecutionFinished, true, CodeAbortedBeforeDispatch, OutcomeCancelled
+		deliverTyped(subs, e, ctx)
 	}
 }
 

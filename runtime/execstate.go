@@ -79,7 +79,6 @@ type execState struct {
 	holdSlot    bool
 	directBody  bool // the registry is calling the typed helper's body itself
 	classified  bool
-	denied      bool
 	startedSent bool
 	// admittedReported and dispatchingReported: StageAdmitted and StageDispatching
 	// were reported (hooks.go).

@@ -889,10 +889,12 @@ func TestExecute_R55_ApprovalTable(t *testing.T) {
 	}
 	cases := []r3ApprovalCase{
 		{name: "no approver with reason", reason: []string{"please confirm"}, postRuns: true,
-			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, "please confirm") }},
+			check: func(t *testing.T, r *runtime.Result) {
+				r3Plain(t, r, `tool "t" requires approval (please confirm), and no approver is set up to grant it; the call was not run`)
+			}},
 		{name: "no approver without reason", postRuns: true,
 			check: func(t *testing.T, r *runtime.Result) {
-				r3Plain(t, r, `tool "t" requires approval (not yet supported)`)
+				r3Plain(t, r, `tool "t" requires approval, and no approver is set up to grant it; the call was not run`)
 			}},
 		{name: "no agent", noAgent: true, approver: out(runtime.ApprovalAllowedOnce), postRuns: true,
 			check: func(t *testing.T, r *runtime.Result) {
@@ -901,7 +903,7 @@ func TestExecute_R55_ApprovalTable(t *testing.T) {
 		{name: "allowed-once", approver: out(runtime.ApprovalAllowedOnce), bodyRuns: true, postRuns: true, askedFor: true,
 			check: func(t *testing.T, r *runtime.Result) { r3Success(t, r, "1") }},
 		{name: "rejected", approver: out(runtime.ApprovalRejected), postRuns: true, askedFor: true,
-			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, `the user rejected tool "t"`) }},
+			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, `approval for tool "t" was refused`) }},
 		{name: "cancelled", approver: out(runtime.ApprovalCancelled), postRuns: true, askedFor: true,
 			check: func(t *testing.T, r *runtime.Result) { r3Plain(t, r, `approval for tool "t" was cancelled`) }},
 		{name: "cancelled and caller cancelled", approver: out(runtime.ApprovalCancelled), cancel: true, postRuns: true, askedFor: true,
@@ -968,7 +970,9 @@ func TestExecute_R55_ApprovalTable(t *testing.T) {
 			assert.Equal(t, c.postRuns, post.Load() == 1, "post-execute")
 			if c.askedFor {
 				require.Equal(t, int32(1), asked.Load())
-				assert.Equal(t, runtime.ApprovalRequest{Agent: "agent", Tool: "t", CallID: "id1"}, reqs[0])
+				got := reqs[0]
+				assert.Equal(t, []any{"agent", "t", "id1", "", false, json.RawMessage(`{}`), ""},
+					[]any{got.Agent, got.Tool, got.CallID, got.Reason, got.HasReason, got.Arguments, got.TurnID})
 			} else {
 				assert.Equal(t, int32(0), asked.Load())
 			}
@@ -988,7 +992,7 @@ func TestExecute_R55_ApproverReceivesReasonOnlyIfGiven(t *testing.T) {
 		return runtime.Ask("why"), nil
 	}))
 	r3Exec(t, s, context.Background(), runtime.Call{ID: "c9", Name: "t"})
-	assert.Equal(t, runtime.ApprovalRequest{Agent: "ag", Tool: "t", CallID: "c9", Reason: "why", HasReason: true}, got)
+	assert.Equal(t, []any{"ag", "t", "c9", "why", true}, []any{got.Agent, got.Tool, got.CallID, got.Reason, got.HasReason})
 }
 
 func TestExecute_R56_CancelledAfterGateIsAbortedBeforeDispatchPostResult(t *testing.T) {

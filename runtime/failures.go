@@ -94,14 +94,16 @@ func syntaxNote(text []byte) string {
 	return fmt.Sprintf("the argument text is not valid JSON: %s at byte offset %d", se.Error(), se.Offset-1)
 }
 
-func denial(reason string) *Result { return failureFromMessage(reason, nil) }
-
-// deny marks s denied (for the outcome of its execution events) and
-// returns the denial result (R57).
-func (s *execState) deny(reason string) *Result {
-	s.denied = true
-	return denial(reason)
+// denial is R57's result: an uncoded failure whose outcome is
+// OutcomeDenied.
+func denial(reason string) *Result {
+	r := failureFromMessage(reason, nil)
+	r.denied = true
+	return r
 }
+
+// deny returns the denial result of s (R57).
+func (s *execState) deny(reason string) *Result { return denial(reason) }
 
 func abortedBeforeDispatch() *Result {
 	return codedFailure(NameAbort, CodeAbortedBeforeDispatch, "tool call aborted before dispatch")

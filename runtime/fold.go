@@ -48,6 +48,7 @@ func foldPost(res *Result, dec PostDecision, err error) (out *Result, rebuild bo
 	}
 	if dec.Blocked {
 		out := blocked(dec.Feedback)
+		out.denied = res.denied                    // a denial stays one, whatever the model is shown
 		out.contexts = cloneMessages(dec.Contexts) // R70: the decision's only
 		return out, false
 	}

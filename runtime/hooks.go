@@ -230,8 +230,9 @@ func (st CallStage) Now() time.Time { return st.reg.now() }
 // CallDone is a finished call (Hooks.CallFinished and CallEnd).
 type CallDone struct {
 	Result *Result
-	// Outcome classifies Result as Event.Outcome does; Denied says a
-	// denial (pre-execute, approval or a guard) produced it.
+	// Outcome is Result.Outcome, as Event.Outcome; Denied is
+	// Outcome == OutcomeDenied: a denial (pre-execute, approval or a
+	// guard) produced it.
 	Outcome Outcome
 	Denied  bool
 	// ToolKnown: the name resolved to a tool in the call's view at entry,
@@ -312,7 +313,7 @@ func (r *Registry) installHooks() {
 	h := &hookSet{reg: r}
 	for _, x := range r.cfg.hooks {
 		if x.Event != nil {
-			subs = append(subs, &Subscription{reg: r, fn: x.Event, sync: true})
+			subs = append(subs, &Subscription{reg: r, hook: x.Event, sync: true})
 		}
 		h.add(x)
 	}
@@ -382,7 +383,7 @@ func (s *Subscription) deliverSync(e Event) {
 			s.reg.report(fmt.Errorf("hooks.Event panicked on %v: %w", e.Kind, panicError(p)))
 		}
 	}()
-	s.fn(e)
+	s.hook(e)
 }
 
 // now is the registry's clock: every time the runtime stamps (events,
@@ -548,22 +549,12 @@ func (s *execState) hookPost(n int) { s.stage(CallStage{Stage: StagePostExecute,
 // done describes s, finished with res.
 func (s *execState) done(res *Result, observers int) CallDone {
 	d := CallDone{
-		reg: s.reg, Result: res, Denied: s.denied, Mode: s.mode, Classified: s.classified,
+		reg: s.reg, Result: res, Outcome: res.Outcome(), Denied: res.denied, Mode: s.mode, Classified: s.classified,
 		EnteredAt: unixTime(s.enteredAt), StartedAt: unixTime(s.startedAt), DispatchDoneAt: unixTime(s.dispatchEnd),
 		Observers: observers,
 	}
 	if d.StartedAt.IsZero() {
 		d.StartedAt = d.EnteredAt
-	}
-	switch {
-	case !res.isError:
-		d.Outcome = OutcomeOK
-	case res.hasInfo:
-		d.Outcome = OutcomeCoded
-	case s.denied:
-		d.Outcome = OutcomeDenied
-	default:
-		d.Outcome = OutcomeFailed
 	}
 	d.ToolKnown = s.chainTool != nil
 	if !d.ToolKnown {

@@ -308,7 +308,7 @@ func TestHooks_WhatThePointsCarry(t *testing.T) {
 	assert.True(t, done["4"].Denied)
 	assert.True(t, done["4"].DispatchDoneAt.IsZero(), "a denied call never dispatched")
 	assert.Zero(t, done["4"].AdmissionWait())
-	assert.Equal(t, runtime.OutcomeCoded, done["6"].Outcome)
+	assert.Equal(t, runtime.OutcomeFailed, done["6"].Outcome)
 	assert.Equal(t, runtime.CodeUnknownTool, done["6"].Result.Code())
 	assert.False(t, done["6"].ToolKnown)
 }

@@ -148,7 +148,7 @@ func TestEvents_TypedTurnOfEveryKind(t *testing.T) {
 	}
 	assert.Equal(t, map[string]runtime.Outcome{
 		"1": runtime.OutcomeOK, "2": runtime.OutcomeOK, "3": runtime.OutcomeFailed, "4": runtime.OutcomeDenied,
-		"5": runtime.OutcomeOK, "6": runtime.OutcomeCoded, "inner": runtime.OutcomeOK,
+		"5": runtime.OutcomeOK, "6": runtime.OutcomeFailed, "inner": runtime.OutcomeOK,
 	}, outcomes)
 	assert.Equal(t, runtime.CodeUnknownTool, finished["6"].Code)
 	assert.Equal(t, runtime.Parallel, finished["1"].Mode)

@@ -103,18 +103,20 @@ func (r *Registry) decide(s *execState, dec Decision) (res *Result, post bool) {
 // approve resolves an Ask (R55): nil when the call is allowed; otherwise
 // its result and whether it is a post result.
 func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) {
-	ap := r.cfg.approver
+	ap := r.approverFor(s)
 	if ap == nil {
-		reason := dec.Reason
-		if !dec.HasReason {
-			reason = fmt.Sprintf("tool %q requires approval (not yet supported)", s.name)
+		why := ""
+		if dec.HasReason && dec.Reason != "" {
+			why = " (" + dec.Reason + ")"
 		}
-		return s.deny(reason), true
+		return s.deny(fmt.Sprintf("tool %q requires approval%s, and no approver is set up to grant it; the call was not run", s.name, why)), true
 	}
 	if s.agent == "" {
 		return s.deny(fmt.Sprintf("tool %q requires approval, but the call has no agent to route it through", s.name)), true
 	}
-	req := ApprovalRequest{Agent: s.agent, Tool: s.name, CallID: s.callID, Reason: dec.Reason, HasReason: dec.HasReason}
+	var rejection string
+	req := ApprovalRequest{Agent: s.agent, Tool: s.name, CallID: s.callID, Reason: dec.Reason, HasReason: dec.HasReason,
+		Arguments: cloneBytes(s.args), TurnID: s.turnID, rejection: &rejection}
 	out, err := callApprover(ap, s.ctx(), req)
 	if err != nil {
 		return failureFrom(err), false
@@ -123,7 +125,10 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) 
 	case ApprovalAllowedOnce:
 		return nil, false
 	case ApprovalRejected:
-		return s.deny(fmt.Sprintf("the user rejected tool %q", s.name)), true
+		if rejection != "" {
+			return s.deny(fmt.Sprintf("approval for tool %q was refused: %s", s.name, rejection)), true
+		}
+		return s.deny(fmt.Sprintf("approval for tool %q was refused", s.name)), true
 	case ApprovalCancelled:
 		if s.ctx().Err() != nil {
 			return abortedBeforeDispatch(), true
@@ -134,6 +139,30 @@ func (r *Registry) approve(s *execState, dec Decision) (res *Result, post bool) 
 	default:
 		return failureFromMessage(fmt.Sprintf("approver returned an unknown outcome %q", string(out)), nil), false
 	}
+}
+
+// approverFor is the approver that resolves s's ask, looked up when the ask
+// happens (R55): the newest one set through the call's own scope, else
+// through its nearest ancestor that has one, else through the global scope,
+// else the registry's (WithApprover); nil when there is none.
+func (r *Registry) approverFor(s *execState) Approver {
+	for i := 0; i < s.chain.Len(); i++ {
+		if a := layerApprover(s.chain.NodeAt(i)); a != nil {
+			return a
+		}
+	}
+	if a := layerApprover(r.global.node); a != nil {
+		return a
+	}
+	return r.cfg.approver
+}
+
+func layerApprover(n *core.Node) Approver {
+	l := n.Layer().List(core.KindApprover)
+	if len(l) == 0 {
+		return nil
+	}
+	return l[len(l)-1].Payload.(Approver)
 }
 
 // evalGuards runs the guards of R37: the global layer's, then each layer of

@@ -72,7 +72,7 @@ func (r *Result) Proto() *messages.Result {
 // blocks and ptrs have (appended to from length 0), and in new ones beyond
 // it. It returns out.
 func (r *Result) protoInto(out *messages.Result, blocks []messages.ContentBlock, ptrs []*messages.ContentBlock) *messages.Result {
-	out.IsError, out.ConcludesTurn = r.isError, r.concludes
+	out.IsError, out.ConcludesTurn, out.Outcome = r.isError, r.concludes, r.Outcome().Proto()
 	if r.value != nil {
 		out.ValueJson = cloneBytes(r.value)
 	}
@@ -129,7 +129,19 @@ func ResultFromProto(m *messages.Result) *Result {
 	for _, c := range m.GetAdditionalContexts() {
 		r.contexts = append(r.contexts, ContextMessage{Role: c.GetRole(), Text: c.GetText()})
 	}
+	// A denial is the one outcome its code does not tell: an uncoded
+	// failure the sender marked denied.
+	r.denied = r.isError && !r.hasInfo && m.GetOutcome() == messages.OutcomeDenied
 	return r
+}
+
+// Proto returns the protobuf value of o (messages.Outcome, whose value is
+// o's plus one; OUTCOME_UNSPECIFIED for a value out of range).
+func (o Outcome) Proto() messages.Outcome {
+	if o < OutcomeOK || o > OutcomeRefused {
+		return messages.OutcomeUnspecified
+	}
+	return messages.Outcome(o + 1)
 }
 
 // ExecuteReply converts the result to the reply of a protobuf

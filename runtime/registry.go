@@ -118,7 +118,9 @@ func (o MaxParallelOption) applyTurn(t *turnOptions) error {
 	return nil
 }
 
-// WithApprover sets the approver that resolves Ask decisions (R55).
+// WithApprover sets the registry's approver: it resolves the Ask decisions
+// (R55) of calls whose scopes, and the global scope, set none of their own
+// (Scope.SetApprover).
 func WithApprover(a Approver) Option {
 	return optionFunc(func(c *config) error { c.approver = a; return nil })
 }

@@ -27,6 +27,9 @@ type Result struct {
 	// it as the foreign success it was meant to be, whose value is invalid
 	// (final INVALID_TOOL_OUTPUT). The With methods keep the mark.
 	lossy bool
+	// denied marks a denial (R57): Outcome reports OutcomeDenied. Only
+	// the registry sets it; the With methods keep it.
+	denied bool
 }
 
 // Success returns a wrapper-authored successful result holding value (any
@@ -104,6 +107,22 @@ func (r *Result) ErrorInfo() (name string, code Code, ok bool) {
 
 // Code returns the failure code, or "" when there is none.
 func (r *Result) Code() Code { return r.errCode }
+
+// Outcome says what happened (docs/contract.md#outcomes): OutcomeOK for a
+// success, OutcomeDenied for a denial by pre-execute, approval or a guard
+// (uncoded: Code is ""), and for any other failure its code's outcome
+// (Code.Outcome: timed out, cancelled, refused, else failed). A failure
+// built with Failure is never a denial. Event.Outcome and CallDone.Outcome
+// of the call's final result are this value.
+func (r *Result) Outcome() Outcome {
+	switch {
+	case !r.isError:
+		return OutcomeOK
+	case r.denied:
+		return OutcomeDenied
+	}
+	return r.errCode.Outcome()
+}
 
 // Meta returns a copy of the presentation metadata, if any (R64).
 func (r *Result) Meta() (meta json.RawMessage, ok bool) {

@@ -638,6 +638,21 @@ func (s *Scope) Guard(g Guard) (func(), error) {
 	return s.addCallback(s, core.KindGuard, g, false)
 }
 
+// SetApprover sets the approver that resolves the Ask decisions of the
+// calls of this scope and of its sub-agents (R55): a multi-tenant server
+// gives each session's scope its own. The nearest scope with an approver
+// answers — the call's own, else its nearest ancestor's, else the global
+// scope's (set through Registry.Global) — and the registry's WithApprover
+// only when none has one; of several set through one scope the newest
+// answers. The disposer removes it (the previous one answers again), as
+// does disposing the handle it was set through (R7).
+func (s *Scope) SetApprover(a Approver) (func(), error) {
+	if a == nil {
+		return nil, ErrNilCallback
+	}
+	return s.addCallback(s, core.KindApprover, a, false)
+}
+
 // OnPreExecute adds a pre-execute hook (R52).
 func (s *Scope) OnPreExecute(h PreExecuteHook, opts ...HookOption) (func(), error) {
 	if h == nil {

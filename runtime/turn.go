@@ -405,7 +405,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 			id := tr.calls[i].ID
 			tr.out.Events = append(tr.out.Events, TurnEvent{CallStarted, id}, TurnEvent{ResultRecorded, id})
 			tr.out.Results[i] = abortedBeforeDispatch()
-			r.emitSynthetic(id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group, tr.o.parent)
+			r.emitSynthetic(tr.ctx, id, tr.agent, tr.calls[i].Name, tr.o.id, tr.group, tr.o.parent)
 			r.hookAborted(tr, i)
 		case sched.Wait:
 			if tr.done.Load() != nil {

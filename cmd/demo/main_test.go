@@ -56,7 +56,7 @@ func TestGoldenSummary(t *testing.T) {
 
 	// Every feature of the scenario shows up.
 	failed := sum.Total.Failed
-	for _, code := range []string{"ABORTED", "ERROR", "TOOL_TIMEOUT", "UNKNOWN_TOOL"} {
+	for _, code := range []string{"ABORTED", "failed", "TOOL_TIMEOUT", "UNKNOWN_TOOL"} {
 		if failed[code] == 0 {
 			t.Errorf("no %s failure in the summary", code)
 		}
@@ -263,7 +263,8 @@ func TestMetricsAndTrace(t *testing.T) {
 	}
 	for _, want := range []string{
 		`gen_ai_execute_tool_duration_seconds_bucket{gen_ai_tool_name="read"`,
-		`toolscope_outcome="TOOL_TIMEOUT"`,
+		`toolscope_outcome="timed_out"`,
+		`error_type="TOOL_TIMEOUT"`,
 		`toolscope_admission_wait_seconds_count{gen_ai_tool_name="delegate"`,
 		`toolscope_calls_in_flight{`,
 		`toolscope_calls_queued{`,

@@ -54,7 +54,11 @@ type callRecord struct {
 	Dispatched int64
 	// Program is the id of the run_code call whose program made this call
 	// ("" for a call the model made).
-	Program       string
+	Program string
+	// Outcome is the call's outcome word (runtime.Outcome.String: "ok",
+	// "denied", "failed", ...); Code its failure code or, for an uncoded
+	// failure, the outcome word (what the table counts).
+	Outcome       string
 	Code          string
 	IsError       bool
 	Args, Message string
@@ -129,11 +133,8 @@ func recordMode(e runtime.Event) messages.ExecutionMode {
 }
 
 func recordCode(e runtime.Event) string {
-	switch e.Outcome {
-	case runtime.OutcomeDenied:
-		return messages.OutcomeDenied
-	case runtime.OutcomeFailed:
-		return messages.OutcomeError
+	if e.IsError && e.Code == "" {
+		return e.Outcome.String() // "denied" or "failed"
 	}
 	return string(e.Code)
 }
@@ -340,7 +341,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		c := callRecord{
 			CallID: f.CallID, Agent: f.Scope, Tool: f.Tool, Turn: f.TurnID,
 			Mode: recordMode(f), Group: f.Group, Start: f.StartedAt.UnixNano(), End: f.At.UnixNano(),
-			Code: recordCode(f), IsError: f.IsError, Args: plan.Args[f.CallID],
+			Outcome: f.Outcome.String(), Code: recordCode(f), IsError: f.IsError, Args: plan.Args[f.CallID],
 		}
 		if !f.DispatchDoneAt.IsZero() {
 			c.Dispatched = f.DispatchDoneAt.UnixNano()
@@ -520,7 +521,8 @@ func writeEvents(name string, events []runtime.Event) error {
 			StartedUnix    int64  `json:"started_unix_nanos"`
 			DispatchedUnix int64  `json:"dispatch_done_unix_nanos,omitempty"`
 			FinishedUnix   int64  `json:"finished_unix_nanos,omitempty"`
-			Outcome        string `json:"outcome_code,omitempty"`
+			Outcome        string `json:"outcome,omitempty"`
+			Code           string `json:"code,omitempty"`
 			IsError        bool   `json:"is_error,omitempty"`
 			Nested         bool   `json:"nested,omitempty"`
 		}{
@@ -534,7 +536,7 @@ func writeEvents(name string, events []runtime.Event) error {
 			line.EnteredUnix = e.EnteredAt.UnixNano()
 		}
 		if e.Kind == runtime.ExecutionFinished {
-			line.FinishedUnix, line.Outcome, line.IsError = e.At.UnixNano(), recordCode(e), e.IsError
+			line.FinishedUnix, line.Outcome, line.Code, line.IsError = e.At.UnixNano(), e.Outcome.String(), string(e.Code), e.IsError
 			if !e.DispatchDoneAt.IsZero() {
 				line.DispatchedUnix = e.DispatchDoneAt.UnixNano()
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolscope/toolscope/messages"
+	"github.com/toolscope/toolscope/runtime"
 )
 
 // AgentStats is one row of the summary, computed from execution events.
@@ -124,7 +125,7 @@ func stats(agent string, calls []callRecord) AgentStats {
 		switch {
 		case !c.IsError:
 			row.OK++
-		case c.Code == messages.OutcomeDenied:
+		case c.Outcome == runtime.OutcomeDenied.String():
 			row.Denied++
 		default:
 			row.Failed[c.Code]++

@@ -58,11 +58,11 @@ var tlColors = []string{"#2563eb", "#7c3aed", "#0d9488", "#f59e0b", "#dc2626", "
 // a timeout, an interruption, any other error), else how it ran.
 func callKind(c callRecord) int {
 	switch {
-	case c.Code == messages.OutcomeDenied:
+	case c.Outcome == runtime.OutcomeDenied.String():
 		return tlDenied
-	case c.Code == string(runtime.CodeToolTimeout):
+	case c.Outcome == runtime.OutcomeTimedOut.String():
 		return tlTimeout
-	case c.Code == string(runtime.CodeAborted) || c.Code == string(runtime.CodeAbortedBeforeDispatch):
+	case c.Outcome == runtime.OutcomeCancelled.String():
 		return tlAborted
 	case c.IsError:
 		return tlFailed

@@ -51,11 +51,11 @@ func manyAgents(n, turns int) (*Plan, []callRecord) {
 				run := int64(1+r.IntN(60)) * int64(time.Millisecond)
 				switch x := r.IntN(20); {
 				case x == 0:
-					rec.Code, rec.IsError, run = messages.OutcomeDenied, true, 50*int64(time.Microsecond)
+					rec.Outcome, rec.Code, rec.IsError, run = "denied", "denied", true, 50*int64(time.Microsecond)
 				case x == 1:
-					rec.Code, rec.IsError = "ERROR", true
+					rec.Outcome, rec.Code, rec.IsError = "failed", "failed", true
 				case x == 2:
-					rec.Code, rec.IsError = string(runtime.CodeToolTimeout), true
+					rec.Outcome, rec.Code, rec.IsError = "timed_out", string(runtime.CodeToolTimeout), true
 				case x < 5:
 					rec.Mode, rec.Start = messages.ModeExclusive, end // runs alone
 				}
@@ -230,13 +230,13 @@ func TestTimeline_Item11_FailuresFlagged(t *testing.T) {
 		{callRecord{Tool: "read", Mode: messages.ModeParallel}, "parallel"},
 		{callRecord{Tool: "git", Mode: messages.ModeExclusive}, "exclusive"},
 		{callRecord{Tool: runtime.RunCodeName, Mode: messages.ModeExclusive}, "program"},
-		{callRecord{Tool: "shell", Code: messages.OutcomeDenied, IsError: true}, "denied"},
-		{callRecord{Tool: "fetch", Code: string(runtime.CodeToolTimeout), IsError: true}, "timeout"},
-		{callRecord{Tool: "shell", Code: string(runtime.CodeAborted), IsError: true}, "aborted"},
-		{callRecord{Tool: "shell", Code: string(runtime.CodeAbortedBeforeDispatch), IsError: true}, "aborted"},
-		{callRecord{Tool: "lint", Code: messages.OutcomeError, IsError: true}, "failed"},
-		{callRecord{Tool: "read", Code: string(runtime.CodeInvalidArgs), IsError: true}, "failed"},
-		{callRecord{Tool: runtime.RunCodeName, Code: messages.OutcomeError, IsError: true}, "failed"},
+		{callRecord{Tool: "shell", Outcome: "denied", Code: "denied", IsError: true}, "denied"},
+		{callRecord{Tool: "fetch", Outcome: "timed_out", Code: string(runtime.CodeToolTimeout), IsError: true}, "timeout"},
+		{callRecord{Tool: "shell", Outcome: "cancelled", Code: string(runtime.CodeAborted), IsError: true}, "aborted"},
+		{callRecord{Tool: "shell", Outcome: "cancelled", Code: string(runtime.CodeAbortedBeforeDispatch), IsError: true}, "aborted"},
+		{callRecord{Tool: "lint", Outcome: "failed", Code: "failed", IsError: true}, "failed"},
+		{callRecord{Tool: "read", Outcome: "failed", Code: string(runtime.CodeInvalidArgs), IsError: true}, "failed"},
+		{callRecord{Tool: runtime.RunCodeName, Outcome: "failed", Code: "failed", IsError: true}, "failed"},
 	} {
 		k := callKind(c.rec)
 		if tlKinds[k] != c.want {

@@ -261,7 +261,7 @@ func Approver(st Stats, pusher string) runtime.Approver {
 			return runtime.ApprovalAllowedOnce, nil
 		}
 		count(st.Rejected, 1)
-		return runtime.ApprovalRejected, nil
+		return req.Reject(fmt.Sprintf("only %s may push, and nobody may delete", pusher)), nil
 	}
 }
 

@@ -17,6 +17,7 @@ const (
 	KindPost
 	KindResult
 	KindChange
+	KindApprover // a scope's approvers (the newest of the nearest layer answers)
 	numKinds
 )
 
