@@ -1,0 +1,271 @@
+package simclock_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolscope/toolscope/simclock"
+)
+
+const waitLimit = time.Minute
+
+// await waits for ch, bounded, failing with every goroutine's stack.
+func await(t *testing.T, ch <-chan struct{}, what string) bool {
+	t.Helper()
+	select {
+	case <-ch:
+		return true
+	case <-time.After(waitLimit):
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+		t.Errorf("hang: %s\n%s", what, b.String())
+		return false
+	}
+}
+
+// allDone runs fs as tasks of c and waits for them, bounded.
+func allDone(t *testing.T, c *simclock.Clock, fs ...func()) bool {
+	t.Helper()
+	var wg sync.WaitGroup
+	release := c.Hold() // set up under a hold: nothing moves before every task exists
+	for _, f := range fs {
+		wg.Add(1)
+		c.Go(func() { defer wg.Done(); f() })
+	}
+	release()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return await(t, done, "tasks")
+}
+
+func TestClock_NoPrematureAdvanceWhileATaskRuns(t *testing.T) {
+	c := simclock.New()
+	gate := make(chan struct{})
+	var woke time.Time
+	var during []time.Time
+	allDone(t, c,
+		func() { // asleep from the start
+			_ = c.Sleep(context.Background(), 10*time.Second)
+			woke = c.Now()
+		},
+		func() { // a body doing work between sleeps: blocked on a channel, not on the clock
+			for range 1000 {
+				during = append(during, c.Now())
+			}
+			<-gate
+			during = append(during, c.Now())
+			_ = c.Sleep(context.Background(), time.Second)
+		},
+		func() {
+			// Let the worker's wait on gate last a while of wall time; the
+			// clock must still not move.
+			time.Sleep(20 * time.Millisecond)
+			close(gate)
+		},
+	)
+	for i, at := range during {
+		if !at.Equal(simclock.Epoch) {
+			t.Fatalf("read %d while a task ran: %v, want %v (the clock moved early)", i, at, simclock.Epoch)
+		}
+	}
+	if want := simclock.Epoch.Add(10 * time.Second); !woke.Equal(want) {
+		t.Fatalf("sleeper woke at %v, want %v", woke, want)
+	}
+	if got, want := c.Now(), simclock.Epoch.Add(10*time.Second); !got.Equal(want) {
+		t.Fatalf("clock ends at %v, want %v", got, want)
+	}
+}
+
+func TestClock_NoStallWhenAllAsleep(t *testing.T) {
+	c := simclock.New()
+	const tasks, sleeps = 50, 40
+	var fs []func()
+	var mu sync.Mutex
+	bad := 0
+	total := make([]time.Duration, tasks)
+	for i := range tasks {
+		r := rand.New(rand.NewPCG(uint64(i), 7))
+		fs = append(fs, func() {
+			for range sleeps {
+				d := time.Duration(1+r.IntN(3600)) * time.Second
+				before := c.Now()
+				_ = c.Sleep(context.Background(), d)
+				if c.Now().Sub(before) != d {
+					mu.Lock()
+					bad++
+					mu.Unlock()
+				}
+				total[i] += d
+			}
+		})
+	}
+	if !allDone(t, c, fs...) {
+		return
+	}
+	if bad > 0 {
+		t.Fatalf("%d sleeps did not last exactly their duration on the clock", bad)
+	}
+	var longest time.Duration
+	for _, d := range total {
+		longest = max(longest, d)
+	}
+	if got := c.Since(simclock.Epoch); got != longest {
+		t.Fatalf("clock elapsed %v, want the longest task's total sleep %v", got, longest)
+	}
+}
+
+func TestClock_SameInstantWakesInOrderSet(t *testing.T) {
+	c := simclock.New()
+	var order []int
+	var mu sync.Mutex
+	start := make(chan struct{})
+	var fs []func()
+	for i := range 8 {
+		fs = append(fs, func() {
+			// Each task sets its deadline in turn (task i after i ms of
+			// clock time), all for the same instant t = 10 s.
+			_ = c.Sleep(context.Background(), time.Duration(i+1)*time.Millisecond)
+			_ = c.Sleep(context.Background(), 10*time.Second-time.Duration(i+1)*time.Millisecond)
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+		})
+	}
+	close(start)
+	allDone(t, c, fs...)
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("wake order %v, want the order the deadlines were set (0..7)", order)
+		}
+	}
+}
+
+func TestClock_AfterFuncAndStop(t *testing.T) {
+	c := simclock.New()
+	var fired []time.Duration
+	done := make(chan struct{})
+	release := c.Hold()
+	c.AfterFunc(3*time.Second, func() { fired = append(fired, c.Since(simclock.Epoch)) })
+	stop := c.AfterFunc(2*time.Second, func() { t.Error("a stopped timer fired") })
+	c.AfterFunc(5*time.Second, func() { fired = append(fired, c.Since(simclock.Epoch)); close(done) })
+	if !stop() {
+		t.Fatal("Stop of a pending timer returned false")
+	}
+	if stop() {
+		t.Fatal("a second Stop returned true")
+	}
+	release()
+	if !await(t, done, "timers") {
+		return
+	}
+	if len(fired) != 2 || fired[0] != 3*time.Second || fired[1] != 5*time.Second {
+		t.Fatalf("fired at %v, want [3s 5s]", fired)
+	}
+}
+
+// A ctx that a timer's function cancels wakes its sleeper at that instant,
+// before the clock moves on to a later deadline.
+func TestClock_CtxEndedByATaskWakesBeforeTheClockMoves(t *testing.T) {
+	c := simclock.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	var woke time.Duration
+	var err error
+	release := c.Hold()
+	c.AfterFunc(5*time.Second, cancel)
+	allDone(t, c,
+		func() { err = c.Sleep(ctx, simclock.Forever); woke = c.Since(simclock.Epoch) },
+		func() { _ = c.Sleep(context.Background(), 6*time.Second) },
+		func() { release() },
+	)
+	if err != context.Canceled || woke != 5*time.Second {
+		t.Fatalf("sleeper woke at %v with %v, want 5s with context.Canceled", woke, err)
+	}
+}
+
+func TestClock_SleepByANonTaskPanics(t *testing.T) {
+	c := simclock.New()
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(p.(string), "not a task") {
+			t.Fatalf("panic %v, want one naming a non-task", p)
+		}
+	}()
+	_ = c.Sleep(context.Background(), time.Second)
+}
+
+// TestClock_Checker: random tasks sleep, work, spawn tasks, arm and stop
+// timers and cancel each other's ctx; every sleep lasts exactly its
+// duration on the clock or ends at the instant its ctx was cancelled,
+// every timer fires at its deadline or not at all after Stop, and
+// everything ends (no stall).
+func TestClock_Checker(t *testing.T) {
+	for seed := range uint64(4) {
+		c := simclock.New()
+		r := rand.New(rand.NewPCG(seed, 1))
+		var mu sync.Mutex
+		var problems []string
+		fail := func(s string) { mu.Lock(); problems = append(problems, s); mu.Unlock() }
+		var wg sync.WaitGroup
+		var task func(depth int, rs uint64)
+		task = func(depth int, rs uint64) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(rs, 2))
+			for range 20 {
+				switch r.IntN(5) {
+				case 0, 1:
+					d := time.Duration(r.IntN(1000)) * time.Millisecond
+					before := c.Now()
+					_ = c.Sleep(context.Background(), d)
+					if got := c.Now().Sub(before); d > 0 && got != d {
+						fail("sleep of " + d.String() + " lasted " + got.String())
+					}
+				case 2:
+					ctx, cancel := context.WithCancel(context.Background())
+					at := time.Duration(1+r.IntN(500)) * time.Millisecond
+					var firedAt time.Time
+					before := c.Now()
+					c.AfterFunc(at, func() { firedAt = c.Now(); cancel() })
+					err := c.Sleep(ctx, simclock.Forever)
+					if err == nil || !firedAt.Equal(before.Add(at)) || !c.Now().Equal(firedAt) {
+						fail("a cancel at " + at.String() + " woke late or wrongly")
+					}
+				case 3:
+					stop := c.AfterFunc(time.Duration(r.IntN(100))*time.Millisecond, func() {})
+					if r.IntN(2) == 0 {
+						stop()
+					}
+				case 4:
+					x := 0
+					for i := range r.IntN(10000) {
+						x += i
+					}
+					_ = x
+					if depth < 3 {
+						wg.Add(1)
+						s := r.Uint64()
+						c.Go(func() { task(depth+1, s) })
+					}
+				}
+			}
+		}
+		release := c.Hold()
+		for range 10 {
+			wg.Add(1)
+			s := r.Uint64()
+			c.Go(func() { task(0, s) })
+		}
+		release()
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		if !await(t, done, "checker") {
+			return
+		}
+		for _, p := range problems {
+			t.Errorf("seed %d: %s", seed, p)
+		}
+	}
+}
