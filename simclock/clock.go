@@ -58,6 +58,22 @@ func (c *Clock) Hold() (release func()) {
 	return func() { once.Do(c.release) }
 }
 
+// Acquire takes one hold (as Hold does) that some later Release gives
+// up: the pair for hand-offs. A task about to wait for something other
+// than the clock calls Release; whoever will wake it calls Acquire first,
+// on its behalf, and the woken task keeps that hold as its own — so the
+// clock cannot move between the wake and the woken task's next step.
+func (c *Clock) Acquire() {
+	c.mu.Lock()
+	c.holds++
+	c.moves.Add(1)
+	c.mu.Unlock()
+}
+
+// Release gives up one hold taken by Acquire, Hold or Go (a task's own):
+// see Acquire. Giving up a hold nobody took panics.
+func (c *Clock) Release() { c.release() }
+
 // Go runs f on a new goroutine as a task: the clock counts it as running
 // from before Go returns until f returns, except while f sleeps on the
 // clock (Sleep, or a Hold it gives up).

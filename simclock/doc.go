@@ -14,7 +14,8 @@
 //
 //   - a goroutine started by Go, from the call until its function returns;
 //   - a function run by AfterFunc at its deadline, while it runs;
-//   - an explicit Hold, from Hold until its release is called.
+//   - an explicit Hold, from Hold until its release is called (or an
+//     Acquire, until the matching Release).
 //
 // Each counts as one running task except while it sleeps on the clock
 // (Sleep). Nothing else is seen: a goroutine that is not a task — the
