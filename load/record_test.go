@@ -74,7 +74,7 @@ func TestReadLog_RefusesBadLogs(t *testing.T) {
 	header, call := lines[0], lines[1]
 	for _, tc := range []struct {
 		name, log, want string
-		line           int
+		line            int
 	}{
 		{"empty", "", "empty: no header", 0},
 		{"not json", "{", "not a JSON object", 1},

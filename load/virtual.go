@@ -69,15 +69,15 @@ type vmodel struct {
 }
 
 type vturn struct {
-	scope    *vscope
-	calls    []*vcall
-	next     int // the first call not yet let go
-	inflight int // let go and not ended
-	exclFly  bool
+	scope     *vscope
+	calls     []*vcall
+	next      int // the first call not yet let go
+	inflight  int // let go and not ended
+	exclFly   bool
 	ended     int
 	committed int  // calls committed (Hooks.CallEnd), a prefix in model order (R95)
 	resumed   bool // the agent's hold is taken (its last call committed)
-	over     bool // ExecuteTurn returned
+	over      bool // ExecuteTurn returned
 }
 
 const (
