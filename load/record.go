@@ -472,7 +472,7 @@ func (p *replayer) call(ex runtime.Execution, d runtime.CallDone) {
 	case ex.Name() != rec.Tool:
 		p.diverge(agent, turn, idx, rec.Finished, "tool %q, the log has %q", ex.Name(), rec.Tool)
 		return
-	case string(args) != string(rec.Arguments):
+	case !sameJSON(args, rec.Arguments):
 		p.diverge(agent, turn, idx, rec.Finished, "arguments %s, the log has %s", args, rec.Arguments)
 		return
 	}
@@ -488,6 +488,15 @@ func (p *replayer) call(ex runtime.Execution, d runtime.CallDone) {
 		}
 		p.diverge(agent, turn, idx, rec.Finished, "result text %s, the log has %s", quoteShort(res.Text()), logged)
 	}
+}
+
+// sameJSON: a and b are the same JSON text up to insignificant space.
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 func digest(s string) string {
