@@ -113,5 +113,3 @@ func TestVirtual_RandomScenariosChecker(t *testing.T) {
 		})
 	}
 }
-
-
