@@ -126,7 +126,6 @@ type recorder struct {
 	mu      sync.Mutex
 	w       *bufio.Writer
 	err     error
-	env     *runEnv
 	outputs map[string]*LogOutput // by call id, until the call's line is written
 	turns   map[string]*recTurn   // by turn id
 }
