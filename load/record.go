@@ -21,9 +21,9 @@ import (
 // LogVersion is the version of the record format written by Record.
 const LogVersion = 1
 
-// MaxLogLine bounds one line of a log read by ReadLog: a call's output
-// (MaxOutputBytes) JSON-escaped, with room to spare.
-const MaxLogLine = 8*MaxOutputBytes + 1<<20
+// MaxLogLine bounds one line of a log read by ReadLog: a call's largest
+// output (MaxOutputBytes) and a result text as large, with room to spare.
+const MaxLogLine = 2*MaxOutputBytes + 1<<20
 
 // maxLogCalls bounds the calls a log may hold.
 const maxLogCalls = 10_000_000
