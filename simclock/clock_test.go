@@ -269,3 +269,34 @@ func TestClock_Checker(t *testing.T) {
 		}
 	}
 }
+
+// A hand-off: a task waiting for something other than the clock gives up
+// its hold (Release); the task that wakes it takes one on its behalf first
+// (Acquire). The clock does not move between the wake and the woken
+// task's next step, even with another deadline due.
+func TestClock_HandOffKeepsTheClockStill(t *testing.T) {
+	c := simclock.New()
+	ch := make(chan struct{})
+	var after time.Time
+	allDone(t, c,
+		func() {
+			c.Release() // waits on ch, not on the clock
+			<-ch        // the hold handed over comes with it
+			after = c.Now()
+			time.Sleep(10 * time.Millisecond) // work between the wake and the next step
+			after2 := c.Now()
+			if !after2.Equal(after) {
+				t.Errorf("the clock moved from %v to %v while the woken task worked", after, after2)
+			}
+		},
+		func() {
+			_ = c.Sleep(context.Background(), time.Second)
+			c.Acquire() // on the waiter's behalf
+			close(ch)
+		},
+		func() { _ = c.Sleep(context.Background(), 2*time.Second) }, // a deadline that must wait
+	)
+	if want := simclock.Epoch.Add(time.Second); !after.Equal(want) {
+		t.Fatalf("woken at %v, want %v", after, want)
+	}
+}
