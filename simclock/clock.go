@@ -21,11 +21,11 @@ type Clock struct {
 	nowNs atomic.Int64 // UnixNano of the clock's time; written under mu
 
 	mu       sync.Mutex
-	holds    int              // tasks running and explicit holds
-	timers   timerHeap        // pending deadlines, by (when, seq)
-	seq      uint64           // orders timers with the same deadline
-	sleepers map[*waiter]bool // tasks asleep whose ctx can end
-	moves    atomic.Uint64    // every change of holds or time (Activity)
+	holds    int                           // tasks running and explicit holds
+	timers   timerHeap                     // pending deadlines, by (when, seq)
+	seq      uint64                        // orders timers with the same deadline
+	sleepers map[<-chan struct{}]*ctxGroup // tasks asleep whose ctx can end, by the ctx's Done
+	moves    atomic.Uint64                 // every change of holds or time (Activity)
 }
 
 // New returns a clock reading Epoch, with no task.
@@ -33,7 +33,7 @@ func New() *Clock { return NewAt(Epoch) }
 
 // NewAt returns a clock reading start, with no task.
 func NewAt(start time.Time) *Clock {
-	c := &Clock{sleepers: map[*waiter]bool{}}
+	c := &Clock{sleepers: map[<-chan struct{}]*ctxGroup{}}
 	c.nowNs.Store(start.UnixNano())
 	return c
 }
@@ -100,7 +100,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	w := &waiter{ch: make(chan struct{}), ctx: ctx}
+	w := &waiter{ch: make(chan struct{})}
 	c.mu.Lock()
 	if c.holds <= 0 {
 		c.mu.Unlock()
@@ -115,8 +115,14 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if d < Forever {
 		w.t = c.addTimerLocked(d, w, nil)
 	}
-	if ctx.Done() != nil {
-		c.sleepers[w] = true
+	if done := ctx.Done(); done != nil {
+		g := c.sleepers[done]
+		if g == nil {
+			g = &ctxGroup{ctx: ctx, done: done, ws: map[*waiter]bool{}}
+			c.sleepers[done] = g
+		}
+		g.ws[w] = true
+		w.g = g
 	}
 	c.releaseLocked()
 	c.mu.Unlock()
@@ -129,7 +135,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 			if w.t != nil {
 				c.removeTimerLocked(w.t)
 			}
-			delete(c.sleepers, w)
+			c.unsleepLocked(w)
 			c.holds++
 			c.moves.Add(1)
 		}
@@ -179,10 +185,28 @@ func (c *Clock) Pending() (holds, timers int) {
 	return c.holds, len(c.timers)
 }
 
+// ctxGroup is the sleepers sharing one ctx's Done channel (agents asleep
+// on one run's ctx): a move checks each ctx once.
+type ctxGroup struct {
+	ctx  context.Context
+	done <-chan struct{}
+	ws   map[*waiter]bool
+}
+
+func (c *Clock) unsleepLocked(w *waiter) {
+	if g := w.g; g != nil {
+		delete(g.ws, w)
+		if len(g.ws) == 0 {
+			delete(c.sleepers, g.done)
+		}
+		w.g = nil
+	}
+}
+
 // waiter is a sleeping task.
 type waiter struct {
 	ch    chan struct{}
-	ctx   context.Context
+	g     *ctxGroup // nil: its ctx cannot end
 	t     *timer
 	seq   uint64 // order of Sleep calls: sleepers whose ctx ended wake in it
 	woken bool   // the hold is handed back (by the clock or by the waiter itself)
@@ -243,9 +267,14 @@ func (c *Clock) releaseLocked() {
 // task is blocked again.
 func (c *Clock) advanceLocked() {
 	var first *waiter // the earliest-set sleeper whose ctx ended
-	for w := range c.sleepers {
-		if (first == nil || w.seq < first.seq) && w.ctx.Err() != nil {
-			first = w
+	for _, g := range c.sleepers {
+		if g.ctx.Err() == nil {
+			continue
+		}
+		for w := range g.ws {
+			if first == nil || w.seq < first.seq {
+				first = w
+			}
 		}
 	}
 	if first != nil {
@@ -276,7 +305,7 @@ func (c *Clock) wakeLocked(w *waiter, byCtx bool) {
 	if w.t != nil && byCtx {
 		c.removeTimerLocked(w.t)
 	}
-	delete(c.sleepers, w)
+	c.unsleepLocked(w)
 	w.woken, w.byCtx = true, byCtx
 	c.holds++
 	c.moves.Add(1)

@@ -45,8 +45,9 @@
 // deterministic when the tasks that set them ran one after another, and
 // follows the race between them when they ran at once.
 //
-// Cost: a move looks at every sleeper whose ctx can end (O(sleepers));
-// Sleep and AfterFunc are a heap push each.
+// Cost: a move checks the ctx of every sleeper whose ctx can end, once per
+// distinct ctx (sleepers on one ctx cost one check); Sleep and AfterFunc
+// are a heap push each.
 //
 // Sleep must be called by a task (it gives up the caller's hold while
 // asleep); called by a goroutine that holds nothing it panics. A clock
