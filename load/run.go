@@ -286,6 +286,11 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	go func() { // the timeline
 		defer progressWG.Done()
 		every := timelineEvery
+		if env.clk.v != nil { // virtual: sampled on the clock (sampleOnClock)
+			<-progressDone
+			col.sample()
+			return
+		}
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		for {
@@ -302,6 +307,10 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		}
 	}()
 
+	if env.clk.v != nil {
+		env.held = env.hold() // until the generator's tasks run (started)
+		env.sampleOnClock(col, progressDone)
+	}
 	turnCtx, endWatch := env.watch(ctx, stopStarting) // virtual: stops a stuck run
 	switch sc.Load.Model {
 	case ModelOpen:
@@ -434,6 +443,7 @@ func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col
 		})
 	}
 	release()
+	env.started()
 	wg.Wait()
 }
 
@@ -450,6 +460,7 @@ func runOpen(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col *
 	if env.clk.v != nil { // the generator is a task of the clock
 		done := make(chan struct{})
 		env.goTask(func() { defer close(done); runOpenGen(ctx, startCtx, sc, agents, col, &wg) })
+		env.started()
 		<-done
 		return
 	}

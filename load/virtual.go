@@ -392,6 +392,15 @@ type runEnv struct {
 	replay    *replayer
 	startedAt time.Time
 	stall     string // set by watch before it cancels; read after endWatch
+	held      func() // virtual: Run's hold from arming the sampler until the generator runs
+}
+
+// started gives up Run's hold (held) once the generator's tasks run.
+func (e *runEnv) started() {
+	if e.held != nil {
+		e.held()
+		e.held = nil
+	}
 }
 
 func newRunEnv(sc *Scenario, opts Options) *runEnv {
@@ -568,6 +577,27 @@ func (e *runEnv) watch(ctx context.Context, stopStarting func()) (context.Contex
 		}
 	}()
 	return ctx, func() { close(done); <-finished; cancel() }
+}
+
+// sampleOnClock samples the timeline every timelineEvery of clock time
+// (doubling as the timeline thins), from weak clock timers: they fire as
+// the simulation passes them and never move the clock past its end, so a
+// virtual run's timeline covers exactly its simulated time.
+func (e *runEnv) sampleOnClock(col *collector, done <-chan struct{}) {
+	every := timelineEvery
+	var tick func()
+	tick = func() {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if col.sample() {
+			every *= 2
+		}
+		e.clk.v.AfterFuncWeak(every, tick)
+	}
+	e.clk.v.AfterFuncWeak(every, tick)
 }
 
 // finish ends the recording.

@@ -43,6 +43,11 @@ func TestVirtual_HourOfToolLatencyRunsOnTheClock(t *testing.T) {
 		t.Fatalf("serial call time %v s, want 3600 (one hour)", got)
 	}
 	near := func(got, want float64) bool { return got >= want*0.999 && got <= want*1.001 } // HDR: 3 digits
+	// The timeline is sampled on the clock: every 100 ms of it, thinned
+	// (with the interval doubled) past 4096 samples, up to the end.
+	if tl := r.Timeline; len(tl) < 100 || tl[len(tl)-1].Seconds != 900 || tl[len(tl)-1].TurnsDone != 40 || tl[0].Seconds <= 0 {
+		t.Fatalf("timeline of %d samples, last %+v: want one over the 900 s on the clock", len(tl), tl[len(tl)-1])
+	}
 	if !near(r.TurnLatency.MinMs, 90000) || !near(r.TurnLatency.MaxMs, 90000) ||
 		!near(r.CallService.MinMs, 30000) || !near(r.CallService.MaxMs, 30000) || r.AdmissionWait.MaxMs != 0.001 {
 		t.Fatalf("turn %+v call service %+v admission %+v: want every turn 90 s, every call 30 s, no wait", r.TurnLatency, r.CallService, r.AdmissionWait)

@@ -23,6 +23,7 @@ type Clock struct {
 	mu       sync.Mutex
 	holds    int                           // tasks running and explicit holds
 	timers   timerHeap                     // pending deadlines, by (when, seq)
+	strong   int                           // of them not weak (AfterFuncWeak)
 	seq      uint64                        // orders timers with the same deadline
 	sleepers map[<-chan struct{}]*ctxGroup // tasks asleep whose ctx can end, by the ctx's Done
 	moves    atomic.Uint64                 // every change of holds or time (Activity)
@@ -155,9 +156,26 @@ const Forever = time.Duration(1<<63 - 1)
 // if it has not started and reports whether it did. With runtime.Clock's
 // shape: a registry given this clock arms its declared timeouts here.
 func (c *Clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return c.afterFunc(d, f, false)
+}
+
+// AfterFuncWeak is AfterFunc with a weak deadline: one the clock does not
+// move to for its own sake. The clock reaches it only on its way to a
+// later deadline of a sleeper or of an AfterFunc; with only weak deadlines
+// left it stays where it is. For observers — sampling a simulation every
+// so often — that must not stretch the simulation past its end.
+func (c *Clock) AfterFuncWeak(d time.Duration, f func()) (stop func() bool) {
+	return c.afterFunc(d, f, true)
+}
+
+func (c *Clock) afterFunc(d time.Duration, f func(), weak bool) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.addTimerLocked(d, nil, f)
+	if weak {
+		t.weak = true
+		c.strong--
+	}
 	if c.holds == 0 {
 		c.advanceLocked()
 	}
@@ -219,7 +237,8 @@ type timer struct {
 	seq   uint64
 	w     *waiter
 	f     func()
-	index int // in the heap; -1 once fired or removed
+	index int  // in the heap; -1 once fired or removed
+	weak  bool // AfterFuncWeak: not counted in strong
 }
 
 func (c *Clock) addTimerLocked(d time.Duration, w *waiter, f func()) *timer {
@@ -234,12 +253,16 @@ func (c *Clock) addTimerLocked(d time.Duration, w *waiter, f func()) *timer {
 	c.seq++
 	t := &timer{when: when, seq: c.seq, w: w, f: f}
 	heap.Push(&c.timers, t)
+	c.strong++
 	return t
 }
 
 func (c *Clock) removeTimerLocked(t *timer) {
 	if t.index >= 0 {
 		heap.Remove(&c.timers, t.index)
+		if !t.weak {
+			c.strong--
+		}
 	}
 }
 
@@ -281,10 +304,13 @@ func (c *Clock) advanceLocked() {
 		c.wakeLocked(first, true)
 		return
 	}
-	if len(c.timers) == 0 {
+	if c.strong == 0 { // nothing but weak deadlines (or none): stay
 		return
 	}
 	t := heap.Pop(&c.timers).(*timer)
+	if !t.weak {
+		c.strong--
+	}
 	if t.when > c.nowNs.Load() {
 		c.nowNs.Store(t.when)
 	}

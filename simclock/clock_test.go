@@ -300,3 +300,24 @@ func TestClock_HandOffKeepsTheClockStill(t *testing.T) {
 		t.Fatalf("woken at %v, want %v", after, want)
 	}
 }
+
+// A weak deadline fires on the clock's way to a later strong one, and the
+// clock does not move to a weak deadline for its own sake.
+func TestClock_WeakDeadlinesDoNotMoveTheClock(t *testing.T) {
+	c := simclock.New()
+	var fired []time.Duration
+	var mu sync.Mutex
+	release := c.Hold()
+	c.AfterFuncWeak(time.Second, func() { mu.Lock(); fired = append(fired, c.Since(simclock.Epoch)); mu.Unlock() })
+	c.AfterFuncWeak(5*time.Second, func() { t.Error("a weak deadline past every strong one fired") })
+	allDone(t, c, func() { release(); _ = c.Sleep(context.Background(), 3*time.Second) })
+	if len(fired) != 1 || fired[0] != time.Second {
+		t.Fatalf("weak timer fired at %v, want [1s]", fired)
+	}
+	if got := c.Since(simclock.Epoch); got != 3*time.Second {
+		t.Fatalf("clock at +%v, want +3s (it must not move on to the weak 5 s)", got)
+	}
+	if _, timers := c.Pending(); timers != 1 {
+		t.Fatalf("%d deadlines pending, want the weak one", timers)
+	}
+}

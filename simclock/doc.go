@@ -35,7 +35,10 @@
 //  1. it wakes the sleeper, if any, whose ctx has ended (the earliest-set
 //     first) — so a ctx a task cancelled is seen before time moves;
 //  2. otherwise it jumps to the earliest deadline and wakes that one
-//     sleeper or starts that one AfterFunc function.
+//     sleeper or starts that one AfterFunc function — as long as some
+//     deadline is strong: a weak one (AfterFuncWeak, an observer's) is
+//     reached only on the way to a later strong one, so with nothing but
+//     weak deadlines left the clock stays where the simulation ended.
 //
 // So a task doing CPU work between two sleeps keeps the clock where it is
 // (no premature move), and when every task sleeps the clock jumps at once
