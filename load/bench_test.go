@@ -35,7 +35,7 @@ func BenchmarkOverhead_ZeroLatency(b *testing.B) {
 			}
 			defer sub.Close()
 		}
-		d, err := toolDefinition(Tool{Name: "z", Mode: ModeParallel})
+		d, err := toolDefinition(Tool{Name: "z", Mode: ModeParallel}, &runEnv{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -61,8 +61,66 @@
 // the run measures that server under toolscope's scheduler. This package
 // imports no MCP code: the seam is the Target interface.
 //
+// # Virtual time
+//
+// Options.Virtual (toolscope-load -virtual) runs the scenario on a
+// simclock.Clock shared by the registry (runtime.WithClock: its event
+// times and declared timeouts), the generator (think times, the open
+// loop's arrivals and its wait for a slot) and the simulated tools (their
+// latency and hangs are Sleeps on it). The clock moves only when every task
+// is blocked on it, so a run lasts as long as the registry's own work: an
+// hour of simulated latency takes well under a second. Every time in the
+// report is the clock's (Report.Virtual).
+//
+// What counts as a task (package simclock has the rule): each agent's
+// goroutine (closed loop), the arrival generator and each turn's goroutine
+// (open loop), and each tool body from its start to its return. The
+// registry's goroutines are not tasks, so the run holds the clock across
+// each hand-off to them, following the contract's scheduling of a turn and
+// a scope (docs/contract.md#r92, #r94, #r95, #n1): a call its turn lets go
+// and its scope admits is held until its body starts; a call blocked at
+// admission until it reaches it; a call after its body until its dispatch
+// ends, or until it is committed when it is next to commit; the agent
+// after its turn's last commit. So no time passes while the registry works,
+// and none is lost while everything sleeps. Tools that block on anything
+// but the clock, or scheduling the model does not know (nested calls), are
+// outside it: a clock that stands still, held, for StallAfter (10 s of wall
+// time) stops the run with Report.Stall instead of hanging.
+//
+// # Record and replay
+//
+// Options.Record (-record run.jsonl) writes the run's log, one JSON object
+// a line: a header with the scenario and the kind of clock; a line per
+// call when it is committed (LogCall: agent, turn, index, tool, arguments,
+// classification, entered/admitted/dispatch-done/finished times since the
+// start on the run's clock, its position in its turn's commit order, what
+// the body returned, and the result the agent saw with its SHA-256); a
+// line per turn after its calls (LogTurn: intended start, the admission
+// order and the commit order of its calls).
+//
+// Options.Replay (-replay run.jsonl, read with ReadLog) runs the log's
+// scenario again on the same kind of clock with every body's output served
+// from the log (latencies and hangs still come from the arguments), and
+// checks that each agent sees the logged results in the logged order, with
+// the logged tools and arguments. Report.Replay counts the divergences
+// and names the first — the earliest by the log's time, then agent, turn,
+// call — with what differed. A changed output shows there, as does a
+// changed scenario (other arguments) or registry (other results).
+//
+// Determinism: the same seed and scenario on virtual time give the same
+// log — every line's content, times included (TestRecord_SameSeedSameLog
+// checks closed and open loop, with queueing). What may differ is the
+// order of lines written at the same virtual instant by different agents
+// (their tasks run at once); the admission order is by admission time,
+// then index, for that reason. On the wall clock, the times and which
+// calls overlap depend on the machine; the calls, arguments and results
+// do not.
+//
 // # Not yet
 //
-// Virtual time and record/replay (issue 24, parts 3 and 4) wait for the
-// registry's clock option; a cluster target waits for the cluster.
+// A cluster target waits for the cluster's client handle; cmd/demo has no
+// -virtual (its nested turns and code mode are scheduling the model above
+// does not cover); a Target runs on the wall clock only (Virtual, Record
+// and Replay with a Target are refused: a remote server neither sleeps on
+// the clock nor serves outputs from a log).
 package load

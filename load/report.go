@@ -20,6 +20,7 @@ const (
 	StoppedComplete    = "complete"    // every planned turn ran
 	StoppedDuration    = "duration"    // the scenario's duration passed first
 	StoppedInterrupted = "interrupted" // the caller's ctx ended (Ctrl-C)
+	StoppedStalled     = "stalled"     // virtual time stood still (Report.Stall)
 )
 
 // The timeline is sampled every timelineEvery; past maxTimeline samples
@@ -152,6 +153,16 @@ type Report struct {
 		Dropped  int64 `json:"dropped"`
 		Missing  int64 `json:"missing"`
 	} `json:"events"`
+
+	// Virtual: the run was on virtual time (Options.Virtual); every time
+	// above is the clock's.
+	Virtual bool `json:"virtual,omitempty"`
+	// Stall says why a virtual run was stopped: its clock was held and
+	// stood still for StallAfter of wall time (a bug of the model of the
+	// registry's scheduling, or a tool that blocks outside the clock).
+	Stall string `json:"stall,omitempty"`
+	// Replay compares a replayed run with its log (Options.Replay).
+	Replay *ReplayReport `json:"replay,omitempty"`
 }
 
 func newHist() *hdr.Histogram { return hdr.New(1, int64(MaxLatency/time.Microsecond), 3) }
@@ -183,6 +194,7 @@ func summarise(h *hdr.Histogram) Latency {
 // collector gathers a run's measurements: turns and results from the
 // generator's goroutines, calls from the registry's events.
 type collector struct {
+	env          *runEnv // the run's clock, record and replay (virtual.go, record.go)
 	start        time.Time
 	turnsPlanned int64
 
@@ -211,6 +223,7 @@ type collector struct {
 
 func newCollector(*Scenario) *collector {
 	return &collector{
+		env:     &runEnv{},
 		turnLat: newHist(), turnIv: newHist(), callIv: newHist(), byCode: map[string]int64{}, perTool: map[string]*ToolReport{},
 		callLat: newHist(), service: newHist(), admission: newHist(),
 		toolLat: map[string]*hdr.Histogram{}, turnStart: map[string]time.Time{},
@@ -225,7 +238,7 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	raiseMax(&c.maxInFlight, c.inFlight.Add(1))
 	raiseMax(&a.maxIn, a.inFlight.Add(1))
 	res, err := a.scope.ExecuteTurn(ctx, calls, runtime.WithTurnID(id))
-	done := time.Now()
+	done := c.env.clk.now()
 	a.inFlight.Add(-1)
 	c.inFlight.Add(-1)
 	c.turnsDone.Add(1)
@@ -337,7 +350,7 @@ func (c *collector) awaitEvents(sub *runtime.Subscription, wait time.Duration) {
 // sample appends a point to the timeline; true when it thinned the
 // timeline (the caller doubles its interval).
 func (c *collector) sample() bool {
-	p := Sample{Seconds: time.Since(c.start).Seconds(), TurnsDone: c.turnsDone.Load(), Results: c.results.Load(),
+	p := Sample{Seconds: c.env.clk.now().Sub(c.start).Seconds(), TurnsDone: c.turnsDone.Load(), Results: c.results.Load(),
 		Failures: c.failures.Load(), TurnsInFlight: c.inFlight.Load()}
 	c.evMu.Lock()
 	p.CallP50Ms, p.CallP99Ms = interval(c.callIv)
@@ -361,7 +374,7 @@ func (c *collector) sample() bool {
 
 func (c *collector) progress() Progress {
 	return Progress{
-		Elapsed: time.Since(c.start), TurnsPlanned: c.turnsPlanned, TurnsDone: c.turnsDone.Load(),
+		Elapsed: c.env.clk.now().Sub(c.start), TurnsPlanned: c.turnsPlanned, TurnsDone: c.turnsDone.Load(),
 		TurnsInFlight: c.inFlight.Load(), Calls: c.calls.Load(), Failures: c.failures.Load(),
 	}
 }

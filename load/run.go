@@ -3,7 +3,9 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolscope/toolscope/runtime"
+	"github.com/toolscope/toolscope/simclock"
 )
 
 // CodeInjectedFailure is the code of a failure a tool's failureRate draws.
@@ -37,6 +40,18 @@ type Options struct {
 	// Target, if set, provides the tools the calls go to instead of the
 	// simulated ones (see Target).
 	Target Target
+	// Virtual runs on virtual time (see the package doc): the registry,
+	// the generator and the tool bodies share a simclock.Clock, the
+	// report's times are the clock's, and the run takes as long as the
+	// registry's own work, not the simulated latencies.
+	Virtual bool
+	// Record, if set, receives the run's log (see the package doc:
+	// record and replay), one JSON object a line.
+	Record io.Writer
+	// Replay, if set, serves the tool bodies' outputs from this log and
+	// checks every call against it (Report.Replay). Run takes the
+	// scenario from the log; Run's scenario argument may be nil.
+	Replay *Log
 }
 
 // Progress is a snapshot of a run in progress.
@@ -83,23 +98,23 @@ func (injectedError) Name() string  { return "InjectedFailure" }
 func (injectedError) Code() string  { return CodeInjectedFailure }
 
 // toolDefinition builds the simulated tool t: it sleeps its drawn latency
-// (ending early when its ctx ends), fails when told to, or runs until its
-// ctx ends (the registry's timeout) when told to hang.
-func toolDefinition(t Tool) (runtime.Definition, error) {
+// on the run's clock (ending early when its ctx ends), fails when told to,
+// or runs until its ctx ends (the registry's timeout) when told to hang.
+// Replaying, its output comes from the log.
+func toolDefinition(t Tool, env *runEnv) (runtime.Definition, error) {
 	out := strings.Repeat("x", t.OutputBytes)
-	body := func(ctx context.Context, in callArgs, _ *runtime.RunContext) (string, error) {
+	body := func(ctx context.Context, in callArgs, _ *runtime.RunContext) (text string, err error) {
+		id := env.bodyStart(ctx)
+		defer func() { env.bodyEnd(id, text, err) }()
 		if in.Hang {
-			<-ctx.Done() // a hang is drawn only for a tool with an enforced timeout
+			env.clk.sleep(ctx, simclock.Forever) // a hang is drawn only for a tool with an enforced timeout
 			return "", ctx.Err()
 		}
-		if in.SleepNs > 0 {
-			tm := time.NewTimer(time.Duration(in.SleepNs))
-			select {
-			case <-tm.C:
-			case <-ctx.Done():
-				tm.Stop()
-				return "", ctx.Err()
-			}
+		if in.SleepNs > 0 && !env.clk.sleep(ctx, time.Duration(in.SleepNs)) {
+			return "", ctx.Err()
+		}
+		if env.replay != nil {
+			return env.replay.output(id)
 		}
 		if in.Fail {
 			return "", injectedError{}
@@ -186,6 +201,14 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 // here, on a copy with the defaults filled in) or a registry that could
 // not be built; a run cut short still reports.
 func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error) {
+	if opts.Target != nil && (opts.Virtual || opts.Replay != nil || opts.Record != nil) {
+		// A remote server neither sleeps on the run's clock nor serves
+		// outputs from a log: its calls would break both models.
+		return nil, errors.New("load: a Target runs on the wall clock only: Virtual, Record and Replay are for the simulated tools")
+	}
+	if opts.Replay != nil {
+		scenario = opts.Replay.Scenario
+	}
 	if scenario == nil {
 		return nil, &ScenarioError{[]FieldError{{"$", "no scenario"}}}
 	}
@@ -199,6 +222,8 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	if sc.Registry != nil && sc.Registry.MaxParallel > 0 {
 		regOpts = append(regOpts, runtime.WithMaxParallel(sc.Registry.MaxParallel))
 	}
+	env := newRunEnv(sc, opts)
+	regOpts = append(regOpts, env.registryOptions()...)
 	regOpts = append(regOpts, opts.RegistryOptions...)
 	reg, err := runtime.New(regOpts...)
 	if err != nil {
@@ -227,7 +252,7 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		if opts.Target != nil {
 			break
 		}
-		d, err := toolDefinition(t)
+		d, err := toolDefinition(t, env)
 		if err != nil {
 			closeReg()
 			return nil, fmt.Errorf("load: tool %s: %w", t.Name, err)
@@ -243,7 +268,9 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		return nil, err
 	}
 
+	env.start()
 	col := newCollector(sc)
+	col.env = env
 	sub, err := reg.Subscribe(col.event, runtime.WithBuffer(1<<16))
 	if err != nil {
 		closeReg()
@@ -258,11 +285,11 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	defer stopStarting()
 	var durationHit atomic.Bool
 	if d := sc.Load.Duration.D(); d > 0 {
-		t := time.AfterFunc(d, func() { durationHit.Store(true); stopStarting() })
-		defer t.Stop()
+		stop := env.clk.afterFunc(d, func() { durationHit.Store(true); stopStarting() })
+		defer stop()
 	}
 
-	start := time.Now()
+	start := env.clk.now()
 	col.start = start
 	progressDone := make(chan struct{})
 	var progressWG sync.WaitGroup
@@ -291,6 +318,11 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	go func() { // the timeline
 		defer progressWG.Done()
 		every := timelineEvery
+		if env.clk.v != nil { // virtual: sampled on the clock (sampleOnClock)
+			<-progressDone
+			col.sample()
+			return
+		}
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		for {
@@ -307,13 +339,23 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		}
 	}()
 
+	if env.clk.v != nil {
+		env.held = env.hold() // until the generator's tasks run (started)
+		env.sampleOnClock(col, progressDone)
+	}
+	turnCtx, endWatch := env.watch(ctx, stopStarting) // virtual: stops a stuck run
 	switch sc.Load.Model {
 	case ModelOpen:
-		runOpen(ctx, startCtx, sc, agents, col)
+		runOpen(turnCtx, startCtx, sc, agents, col)
 	default:
-		runClosed(ctx, startCtx, sc, agents, col)
+		runClosed(turnCtx, startCtx, sc, agents, col)
 	}
-	elapsed := time.Since(start)
+	endWatch()
+	elapsed := env.clk.now().Sub(start)
+	if err := env.finish(); err != nil {
+		closeReg()
+		return nil, err
+	}
 	close(progressDone)
 	progressWG.Wait()
 
@@ -327,7 +369,10 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	closeReg()
 
 	rep := col.report(sc, len(agents), elapsed, sub.Dropped())
+	env.annotate(rep)
 	switch {
+	case rep.Stall != "":
+		rep.Stopped = StoppedStalled
 	case ctx.Err() != nil:
 		rep.Stopped = StoppedInterrupted
 	case durationHit.Load() && rep.TurnsDone < planned:
@@ -411,22 +456,26 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // each; latency counts from the turn's actual start.
 func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col *collector) {
 	var wg sync.WaitGroup
+	env := col.env
+	release := env.hold() // virtual: no move before every agent runs
 	for _, a := range agents {
 		wg.Add(1)
-		go func() {
+		env.goTask(func() {
 			defer wg.Done()
 			for range sc.Turns.PerAgent {
-				if sc.Turns.ThinkTime != nil && !sleepCtx(startCtx, sc.Turns.ThinkTime.Sample(a.rng)) {
+				if sc.Turns.ThinkTime != nil && !env.clk.sleep(startCtx, sc.Turns.ThinkTime.Sample(a.rng)) {
 					return
 				}
 				if startCtx.Err() != nil {
 					return
 				}
 				id, calls := a.nextTurn(sc)
-				col.turn(ctx, a, id, calls, time.Now())
+				env.turn(ctx, col, a, id, calls, env.clk.now())
 			}
-		}()
+		})
 	}
+	release()
+	env.started()
 	wg.Wait()
 }
 
@@ -437,13 +486,26 @@ func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col
 // omission); MaxInFlight bounds the turns in flight, and the wait for a slot
 // counts in the latency too.
 func runOpen(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col *collector) {
-	arrivals := rand.New(rand.NewPCG(uint64(*sc.Seed), math.MaxUint64))
-	slots := make(chan struct{}, sc.Load.MaxInFlight)
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer wg.Wait() // the turns in flight, after the generator ended
+	env := col.env
+	if env.clk.v != nil { // the generator is a task of the clock
+		done := make(chan struct{})
+		env.goTask(func() { defer close(done); runOpenGen(ctx, startCtx, sc, agents, col, &wg) })
+		env.started()
+		<-done
+		return
+	}
+	runOpenGen(ctx, startCtx, sc, agents, col, &wg)
+}
+
+func runOpenGen(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col *collector, wg *sync.WaitGroup) {
+	env := col.env
+	arrivals := rand.New(rand.NewPCG(uint64(*sc.Seed), math.MaxUint64))
+	slots := env.newSlots(sc.Load.MaxInFlight)
 	total := len(agents) * sc.Turns.PerAgent
 	gap := float64(time.Second) / sc.Load.Rate
-	next := time.Now()
+	next := env.clk.now()
 	for k := range total {
 		if k > 0 {
 			g := gap
@@ -452,22 +514,20 @@ func runOpen(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col *
 			}
 			next = next.Add(time.Duration(g))
 		}
-		if !sleepCtx(startCtx, time.Until(next)) {
+		if !env.clk.sleep(startCtx, next.Sub(env.clk.now())) {
 			return
 		}
 		a := agents[k%len(agents)]
 		id, calls := a.nextTurn(sc) // drawn here, in arrival order: one goroutine uses the rngs
-		select {
-		case slots <- struct{}{}:
-		case <-startCtx.Done():
+		if !slots.acquire(startCtx) {
 			return
 		}
 		intended := next
 		wg.Add(1)
-		go func() {
+		env.goTask(func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			col.turn(ctx, a, id, calls, intended)
-		}()
+			defer slots.release()
+			env.turn(ctx, col, a, id, calls, intended)
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,5 +104,24 @@ func TestTarget_BadAttachIsAnError(t *testing.T) {
 	}
 	if tg.detached.Load() != 1 {
 		t.Fatalf("a short list was not detached")
+	}
+}
+
+func TestTarget_WallClockOnly(t *testing.T) {
+	data, err := Example("open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{
+		{Target: &countingTarget{}, Virtual: true},
+		{Target: &countingTarget{}, Record: io.Discard},
+	} {
+		if _, err := Run(context.Background(), sc, opts); err == nil || !strings.Contains(err.Error(), "wall clock only") {
+			t.Errorf("Run with a Target and %+v: error %v, want one saying a Target runs on the wall clock only", opts, err)
+		}
 	}
 }

@@ -387,9 +387,15 @@ func (s *Subscription) deliverSync(e Event) {
 }
 
 // now is the registry's clock: every time the runtime stamps (events,
-// stages, durations) is read here. r may be nil (a CallStage or CallInfo
-// built outside the registry).
-func (r *Registry) now() time.Time { return time.Now() }
+// stages, durations) is read here — WithClock's clock, else the wall
+// clock. r may be nil (a CallStage or CallInfo built outside the
+// registry).
+func (r *Registry) now() time.Time {
+	if r != nil && r.cfg.clock != nil {
+		return r.cfg.clock.Now()
+	}
+	return time.Now()
+}
 
 // Queued reports the calls waiting for admission across the registry's
 // live scopes, and for a host slot (WithMaxInFlight) (a snapshot).

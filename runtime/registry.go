@@ -77,6 +77,7 @@ type config struct {
 	maxSchemaBytes int
 	maxArgBytes    int
 	hooks          []Hooks // WithHooks (hooks.go)
+	clock          Clock   // WithClock (clock.go); nil: the wall clock
 }
 
 // Option configures a Registry.

@@ -30,7 +30,7 @@ func (r *Registry) TimeoutHook() AroundHook {
 			return next(nil), nil
 		}
 		d := *td.def.Timeout
-		tctx, cancel := context.WithTimeoutCause(ctx, d, errToolTimeout)
+		tctx, cancel := r.withTimeout(ctx, d) // the registry's clock (clock.go)
 		defer cancel()
 		res := next(tctx)
 		// The cause is set once, by whichever ended tctx first: its own

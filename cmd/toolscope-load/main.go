@@ -11,10 +11,19 @@
 //	go run ./cmd/toolscope-load -scenario example:open
 //	go run ./cmd/toolscope-load -schema > scenario.schema.json
 //	go run ./cmd/toolscope-load -compare a.json b.json
+//	go run ./cmd/toolscope-load -virtual -scenario example:simulation -record run.jsonl
+//	go run ./cmd/toolscope-load -replay run.jsonl
+//
+// -virtual runs on virtual time (simulated latency costs no wall time;
+// the report's times are the clock's); -record writes the run's log;
+// -replay runs the log's scenario again, on the time the log was recorded
+// on, with the tools' outputs served from the log, and reports the first
+// place an agent saw a different result.
 //
 // Exit status: 0 after a run (interrupted or not), 1 when the run could not
 // start or the report could not be written, 2 for bad flags or a bad
-// scenario (every bad field is named by its JSON path).
+// scenario (every bad field is named by its JSON path) or log, 4 when a
+// replay diverged from its log.
 package main
 
 import (
@@ -50,6 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	every := fs.Duration("progress", time.Second, "print progress this often to stderr (0: never)")
 	printSchema := fs.Bool("schema", false, "print the scenario format's JSON Schema and exit")
 	compare := fs.Bool("compare", false, "compare two report.json files given as arguments (A then B) and exit")
+	virtual := fs.Bool("virtual", false, "run on virtual time: tool latency, think time and timeouts pass on a simulated clock")
+	recordTo := fs.String("record", "", "write the run's log (every call and turn, one JSON line each) to this file")
+	replayFrom := fs.String("replay", "", "replay this log: its scenario, its outputs; report the first divergence")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,9 +81,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	opts := load.Options{Virtual: *virtual}
 	var data []byte
 	var err error
-	if name, ok := strings.CutPrefix(*scenario, "example:"); ok {
+	if *replayFrom != "" {
+		l, err := readLog(*replayFrom)
+		if err != nil {
+			fmt.Fprintln(stderr, "toolscope-load:", err)
+			return 2
+		}
+		opts.Replay, opts.Virtual = l, l.Header.Virtual
+		data = l.Header.Scenario
+	} else if name, ok := strings.CutPrefix(*scenario, "example:"); ok {
 		data, err = load.Example(name)
 	} else {
 		data, err = readBounded(*scenario, load.MaxScenarioBytes)
@@ -96,7 +117,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	fmt.Fprintf(stderr, "toolscope-load: %s: %d agents, %d turns each, %s loop (Ctrl-C stops and reports)\n",
 		sc.Name, sc.AgentCount(), sc.Turns.PerAgent, sc.Load.Model)
-	opts := load.Options{}
+	if *recordTo != "" {
+		f, err := os.Create(*recordTo)
+		if err != nil {
+			fmt.Fprintln(stderr, "toolscope-load: record:", err)
+			return 1
+		}
+		defer f.Close()
+		opts.Record = f
+	}
 	if *every > 0 {
 		opts.ProgressEvery = *every
 		opts.Progress = func(p load.Progress) {
@@ -114,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "toolscope-load:", err)
 		return 1
 	}
+	status := simSummary(stdout, rep, *recordTo)
 	if *out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err == nil {
@@ -132,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "page:   %s\n", p)
 	}
-	return 0
+	return status
 }
 
 func prefixed(names []string) []string {

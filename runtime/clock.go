@@ -1,0 +1,46 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Clock is a source of time for a registry (WithClock): what Now reads is
+// what every timestamp the registry reports carries (events, hook points,
+// durations), and AfterFunc is where declared timeouts (WithTimeouts,
+// TimeoutHook) are armed. *simclock.Clock is one: virtual time for
+// simulations.
+type Clock interface {
+	// Now reads the clock.
+	Now() time.Time
+	// AfterFunc calls f on a goroutine of its own once d has passed on the
+	// clock. stop cancels f if it has not started, and reports whether it
+	// did.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// WithClock makes c the registry's clock: its event timestamps, the times
+// its hooks read (CallInfo.Now and the like) and the deadlines of declared
+// timeouts follow c instead of the wall clock. nil keeps the wall clock
+// (the default, read with time.Now; a registry without WithClock pays
+// nothing for the option). Under another clock a timeout's ctx carries no
+// Deadline (a deadline is wall time to the standard library) and is
+// cancelled when c reaches it: its Err is context.Canceled, not
+// context.DeadlineExceeded, and context.Cause says "toolscope: tool
+// timeout". The result is TOOL_TIMEOUT either way (R83).
+func WithClock(c Clock) Option {
+	return optionFunc(func(cfg *config) error { cfg.clock = c; return nil })
+}
+
+// withTimeout derives the ctx of a declared timeout of d: on the wall
+// clock context.WithTimeoutCause; on another clock a ctx cancelled by the
+// clock's AfterFunc with the same cause.
+func (r *Registry) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c := r.cfg.clock
+	if c == nil {
+		return context.WithTimeoutCause(ctx, d, errToolTimeout)
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	stop := c.AfterFunc(d, func() { cancel(errToolTimeout) })
+	return tctx, func() { stop(); cancel(context.Canceled) }
+}

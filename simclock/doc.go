@@ -1,0 +1,59 @@
+// Package simclock is a virtual clock for simulations: time that moves only
+// when everything simulated is waiting for it, so hours of simulated tool
+// latency run in seconds of wall time, and a run's times do not depend on
+// the machine.
+//
+// Give a registry the clock with runtime.WithClock(c): its event
+// timestamps, the times its hooks read and its declared timeouts
+// (runtime.WithTimeouts) then follow c. Package load's -virtual runs a
+// scenario this way, with simulated tools whose latency is a Sleep on c.
+//
+// # Tasks
+//
+// The clock knows only what is registered with it. A task is
+//
+//   - a goroutine started by Go, from the call until its function returns;
+//   - a function run by AfterFunc at its deadline, while it runs;
+//   - an explicit Hold, from Hold until its release is called (or an
+//     Acquire, until the matching Release).
+//
+// Each counts as one running task except while it sleeps on the clock
+// (Sleep). Nothing else is seen: a goroutine that is not a task — the
+// registry's own workers, a goroutine the user started — is invisible, and
+// the clock may move while it runs. Work handed from a task to invisible
+// code that will become a task again (a call handed to the registry whose
+// tool body will Sleep) is covered by a Hold taken before the hand-off and
+// released once the receiving task runs: package load holds the clock for
+// every call its model says is about to start.
+//
+// # The rule
+//
+// The clock moves only when no task runs (every task is asleep on it and
+// no Hold is held). It then does exactly one thing, and hands a hold to
+// what it wakes, so it stays put until that is blocked again:
+//
+//  1. it wakes the sleeper, if any, whose ctx has ended (the earliest-set
+//     first) — so a ctx a task cancelled is seen before time moves;
+//  2. otherwise it jumps to the earliest deadline and wakes that one
+//     sleeper or starts that one AfterFunc function — as long as some
+//     deadline is strong: a weak one (AfterFuncWeak, an observer's) is
+//     reached only on the way to a later strong one, so with nothing but
+//     weak deadlines left the clock stays where the simulation ended.
+//
+// So a task doing CPU work between two sleeps keeps the clock where it is
+// (no premature move), and when every task sleeps the clock jumps at once
+// to the next deadline (no stall). Deadlines at the same instant fire one
+// at a time, in the order they were set (Sleep or AfterFunc calls), each
+// after the previous one's task is blocked again: that order is
+// deterministic when the tasks that set them ran one after another, and
+// follows the race between them when they ran at once.
+//
+// Cost: a move checks the ctx of every sleeper whose ctx can end, once per
+// distinct ctx (sleepers on one ctx cost one check); Sleep and AfterFunc
+// are a heap push each.
+//
+// Sleep must be called by a task (it gives up the caller's hold while
+// asleep); called by a goroutine that holds nothing it panics. A clock
+// with no task moves through its deadlines at once: set a simulation up
+// under a Hold.
+package simclock
