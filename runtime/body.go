@@ -50,7 +50,7 @@ func (r *Registry) base(s *execState, ctx context.Context) *Result {
 // deadline, not the caller's cancellation, ended the body's ctx first, the
 // result is the TOOL_TIMEOUT failure whatever the body returned.
 func (r *Registry) timedBody(s *execState, bodyCtx context.Context, td *toolDef, d time.Duration) *Result {
-	tctx, cancel := context.WithTimeoutCause(bodyCtx, d, errToolTimeout)
+	tctx, cancel := r.withTimeout(bodyCtx, d) // the registry's clock (clock.go)
 	defer cancel()
 	// Err answers the caller's cancellation at once (R60), and the
 	// execution rides along as on any body ctx.

@@ -7,8 +7,8 @@ import (
 
 // Clock is a source of time for a registry (WithClock): what Now reads is
 // what every timestamp the registry reports carries (events, hook points,
-// durations), and AfterFunc is where declared timeouts (WithTimeouts,
-// TimeoutHook) are armed. *simclock.Clock is one: virtual time for
+// durations), and AfterFunc is where declared timeouts (R83: the
+// registry's own, on by default, and TimeoutHook's) are armed. *simclock.Clock is one: virtual time for
 // simulations.
 type Clock interface {
 	// Now reads the clock.

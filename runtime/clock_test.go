@@ -20,7 +20,7 @@ func TestWithClock_R83_TimeoutFiresOnTheRegistryClock(t *testing.T) {
 	c := simclock.New()
 	var mu sync.Mutex
 	var events []runtime.Event
-	reg, err := runtime.New(runtime.WithTimeouts(), runtime.WithClock(c),
+	reg, err := runtime.New(runtime.WithClock(c), // declared timeouts apply by default (R83)
 		runtime.WithHooks(runtime.Hooks{Event: func(e runtime.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }}))
 	if err != nil {
 		t.Fatal(err)
