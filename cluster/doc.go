@@ -1,0 +1,2 @@
+// Package cluster hosts toolscope agent trees as protoactor cluster grains.
+package cluster
