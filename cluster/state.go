@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/toolscope/toolscope/lossless"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -123,6 +124,23 @@ func DecodeTreeState(b []byte) (*TreeState, error) {
 	}
 	if err := t.validate(); err != nil {
 		return nil, err
+	}
+	for i := range t.Scopes { // one form for each value: what Encode writes
+		s := &t.Scopes[i]
+		if len(s.Mutations) == 0 {
+			s.Mutations = nil
+		}
+		for j := range s.Mutations {
+			m := &s.Mutations[j]
+			if len(m.Config) == 0 {
+				continue
+			}
+			c, err := lossless.Canonical(m.Config)
+			if err != nil {
+				return nil, fmt.Errorf("%w: tree %q: mutation %q: config: %w", ErrState, t.Tree, m.ID, err)
+			}
+			m.Config = c
+		}
 	}
 	return &t, nil
 }
