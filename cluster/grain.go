@@ -193,6 +193,7 @@ func (g *grain) start(c actor.Context, id string) {
 	sys, self := c.ActorSystem(), c.Self()
 	t := newTree(g.cfg, id, sys.Address()+"/"+activationID())
 	t.onLost = func() { sys.Root.Stop(self) }
+	t.sysStopped = sys.IsStopped
 	g.t = t
 	go func() {
 		t.activate()

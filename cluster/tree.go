@@ -41,6 +41,10 @@ type tree struct {
 	reg   *runtime.Registry
 
 	lastRenew atomic.Int64 // unix nanos of the last acquisition or renewal
+	// sysStopped reports that the actor system stopped without stopping
+	// the grain (a non-graceful cluster shutdown): the activation then
+	// shuts itself down at its next renewal. nil: never.
+	sysStopped func() bool
 	stopRenew chan struct{}
 	renewDone chan struct{}
 
@@ -155,6 +159,10 @@ func (t *tree) renewLoop() {
 		case <-t.stopRenew:
 			return
 		case <-tick.C:
+		}
+		if t.sysStopped != nil && t.sysStopped() {
+			go t.shutdown() // it waits for this loop to end
+			return
 		}
 		ctx, cancel := t.storeCtx()
 		err := t.cfg.store.Renew(ctx, t.lease)

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+func TestClient_Item5_ThreeMembersServeTreesThroughTheClient(t *testing.T) {
+	store := newMemStore()
+	tc := startCluster(t, 3, store, func(int) *member { return newMember(t) })
+	ctx := bounded(t)
+	cl := NewClient(tc.members[0])
+	for _, id := range []string{"agent-1", "agent-2", "agent-3", "agent-4"} {
+		root := cl.Tree(id)
+		mid, err := root.Mount(ctx, "echo", raw(`{"name":"say","prefix":"`+id+`:"}`))
+		if err != nil {
+			t.Fatalf("%s: Mount: %v", id, err)
+		}
+		if r := root.Execute(ctx, runtime.Call{ID: id + "-c1", Name: "say", Arguments: raw(`{"text":"hi"}`)}); r.IsError() || r.Text() != id+":hi" {
+			t.Fatalf("%s: Execute: %q %q", id, r.Text(), r.ErrorMessage())
+		}
+		kid, _, err := root.NewScope(ctx, id+"/kid")
+		if err != nil {
+			t.Fatalf("%s: NewScope: %v", id, err)
+		}
+		rid, err := kid.Restrict(ctx, runtime.Restriction{Allow: []string{"say"}})
+		if err != nil {
+			t.Fatalf("%s: Restrict: %v", id, err)
+		}
+		schemas, err := kid.Schemas(ctx)
+		if err != nil || len(schemas) != 1 || schemas[0].Name != "say" {
+			t.Fatalf("%s: the sub-agent's view: %v %v", id, schemas, err)
+		}
+		if _, err := root.AddGuard(ctx, "deny", raw(`{"tool":"say","reason":"muted"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if r := kid.Execute(ctx, runtime.Call{Name: "say", Arguments: raw(`{"text":"x"}`)}); r.ErrorMessage() != "muted" {
+			t.Fatalf("%s: the root's guard in the sub-agent: %q", id, r.ErrorMessage())
+		}
+		if err := kid.Unmount(ctx, rid); !hasCode(err, CodeInvalid) {
+			t.Fatalf("%s: Unmount with a restriction's id: %v", id, err)
+		}
+		if err := kid.Unrestrict(ctx, rid); err != nil {
+			t.Fatal(err)
+		}
+		if err := root.Unmount(ctx, mid); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, err := root.Get(ctx, "say"); found || err != nil {
+			t.Fatalf("%s: Get after Unmount: %v %v", id, found, err)
+		}
+	}
+	// Any member, or a client-only member, reaches the same trees.
+	other := NewClient(tc.clientOnly())
+	if r := other.Tree("agent-2").Execute(ctx, runtime.Call{ID: "agent-2-c1", Name: "say"}); r.IsError() || r.Text() != "agent-2:hi" {
+		t.Fatalf("a repeated call id from another client must get the recorded result: %q %q", r.Text(), r.ErrorMessage())
+	}
+	mode, err := other.Tree("agent-1").ExecutionMode(ctx, runtime.Call{Name: "par", Arguments: raw(`{}`)})
+	if err != nil || mode != runtime.Parallel {
+		t.Fatalf("ExecutionMode: %v %v", mode, err)
+	}
+	tr, err := other.Tree("agent-3").ExecuteTurn(ctx, []runtime.TurnCall{{ID: "1", Name: "g1"}, {ID: "2", Name: "nosuch"}}, TurnID("t"))
+	if err != nil || len(tr.Results) != 2 || tr.Results[0].IsError() || tr.Results[1].Code() != runtime.CodeUnknownTool {
+		t.Fatalf("turn: %v %+v", err, tr)
+	}
+	if err := other.Tree("agent-4").Dispose(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if store.state("agent-4") != nil {
+		t.Fatal("a disposed tree's state is still stored")
+	}
+}
+
+func hasCode(err error, c runtime.Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code() == string(c)
+}
+
+func TestClient_Item5_CancellationReachesTheRemoteBody(t *testing.T) {
+	store := newMemStore()
+	m := newMember(t)
+	tc := startCluster(t, 1, store, func(int) *member { return m })
+	cl := NewClient(tc.members[0])
+	ctx, cancel := context.WithCancel(bounded(t))
+	done := make(chan *runtime.Result, 1)
+	go func() { done <- cl.Tree("t").Execute(ctx, runtime.Call{ID: "blk", Name: "block"}) }()
+	awaitClosed(t, m.startedCh("blk"), "the remote body to start")
+	cancel()
+	select {
+	case r := <-done:
+		if !r.IsError() || !strings.Contains(r.ErrorMessage(), "context canceled") && r.Code() != runtime.CodeAborted {
+			t.Fatalf("cancelled remote call: %v %q %q", r.IsError(), r.Code(), r.ErrorMessage())
+		}
+	case <-bounded(t).Done():
+		failHung(t, "the cancelled remote call to end")
+	}
+}

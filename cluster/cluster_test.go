@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	protocluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+)
+
+// freePort returns a loopback port free at the time of the call.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// testCluster is N members (and optionally client-only members) in one
+// process: separate actor systems on loopback, the automanaged provider
+// with distinct ports, disthash placement, one shared store.
+type testCluster struct {
+	t       testing.TB
+	name    string
+	store   Store
+	hosts   []string
+	members []*protocluster.Cluster
+	code    []*member
+	stops   []func()
+}
+
+var quiet = actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+})
+
+func startCluster(t testing.TB, n int, store Store, code func(i int) *member) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, name: "ts" + activationID(), store: store}
+	t.Cleanup(tc.stop)
+	health := make([]int, n+1) // the last one is the client's
+	for i := range health {
+		health[i] = freePort(t)
+		tc.hosts = append(tc.hosts, "127.0.0.1:"+strconv.Itoa(health[i]))
+	}
+	for i := range n {
+		m := code(i)
+		tc.code = append(tc.code, m)
+		tc.members = append(tc.members, tc.start(health[i], m, false))
+	}
+	tc.waitMembers(n)
+	return tc
+}
+
+// start starts one member (or a client-only one when m is nil).
+func (tc *testCluster) start(healthPort int, m *member, clientOnly bool) *protocluster.Cluster {
+	t := tc.t
+	t.Helper()
+	sys := actor.NewActorSystem(quiet)
+	prov, ln, err := AutoManaged(sys, "127.0.0.1:"+strconv.Itoa(healthPort), 100*time.Millisecond, tc.hosts[:len(tc.hosts)-1]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []protocluster.ConfigOption
+	if m != nil {
+		k, err := Kind(m.config(tc.store))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, protocluster.WithKinds(k))
+	}
+	cfg := protocluster.Configure(tc.name, prov, disthash.New(), remote.Configure("127.0.0.1", freePort(t)), opts...)
+	c := protocluster.New(sys, cfg)
+	if clientOnly {
+		c.StartClient()
+		tc.stops = append(tc.stops, func() {
+			c.ActorSystem.Shutdown()
+			c.Remote.Shutdown(false)
+			_ = prov.Shutdown(true)
+			_ = ln.Close()
+		})
+	} else {
+		c.StartMember()
+		tc.stops = append(tc.stops, func() { c.Shutdown(true) }) // passivates its trees
+	}
+	return c
+}
+
+// stop shuts every member down, concurrently (a graceful shutdown waits
+// two seconds for ownership to move).
+func (tc *testCluster) stop() {
+	var wg sync.WaitGroup
+	for _, f := range tc.stops {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	wg.Wait()
+}
+
+// waitMembers waits until every member sees n members.
+func (tc *testCluster) waitMembers(n int) {
+	tc.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for _, c := range tc.members {
+		for c.MemberList.Members().Len() != n {
+			if time.Now().After(deadline) {
+				failHung(tc.t, fmt.Sprintf("membership: a member sees %d of %d members", c.MemberList.Members().Len(), n))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// client returns a client on a new client-only member.
+func (tc *testCluster) clientOnly() *protocluster.Cluster {
+	port := freePort(tc.t)
+	return tc.start(port, nil, true)
+}
+
+func bounded(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
