@@ -45,8 +45,8 @@ type tree struct {
 	// the grain (a non-graceful cluster shutdown): the activation then
 	// shuts itself down at its next renewal. nil: never.
 	sysStopped func() bool
-	stopRenew chan struct{}
-	renewDone chan struct{}
+	stopRenew  chan struct{}
+	renewDone  chan struct{}
 
 	mmu sync.Mutex // serializes mutations (held across a Save)
 
