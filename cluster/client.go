@@ -100,6 +100,12 @@ func (s *Scope) header(ctx context.Context, callID string) (*clustermsg.Header, 
 		deadline = time.Now().Add(s.cl.timeout)
 	}
 	h := &clustermsg.Header{Tree: s.tree, Scope: s.key, CallId: callID, DeadlineUnixNanos: deadline.UnixNano()}
+	if ctx.Err() != nil {
+		// Ended already: the remote work starts with an ended ctx, as a
+		// local call would (R79), not with one the Cancel may arrive too
+		// late for.
+		h.DeadlineUnixNanos = 1
+	}
 	carrier := propagation.MapCarrier{}
 	s.cl.propagat.Inject(ctx, carrier)
 	h.Traceparent, h.Tracestate = carrier["traceparent"], carrier["tracestate"]
