@@ -117,7 +117,10 @@ var errNoReply = errors.New("no reply")
 
 // request sends msg to the tree's grain and waits for its reply: until the
 // deadline, resending every resend interval; when ctx ends first it sends a
-// Cancel and waits up to the grace for the reply.
+// Cancel and waits up to the grace for the reply. A reply saying the tree is
+// unavailable (nothing ran: it is moving or activating elsewhere) is retried
+// with backoff while the deadline allows; the last one is returned if the
+// deadline passes.
 func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time.Time, msg proto.Message) (any, error) {
 	replies := make(chan any, 1)
 	stop := make(chan struct{})
@@ -160,10 +163,25 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 	hard := time.NewTimer(time.Until(deadline))
 	defer hard.Stop()
 	done := ctx.Done()
+	var last any // the last unavailable reply
+	backoff := 20 * time.Millisecond
 	for {
 		select {
 		case r := <-replies:
-			return r, nil
+			if !unavailable(r) || done == nil || time.Until(deadline) < backoff {
+				return r, nil
+			}
+			last = r
+			select { // nothing ran: try again shortly
+			case <-time.After(backoff):
+			case <-done:
+				return r, nil
+			case <-hard.C:
+				return r, nil
+			}
+			backoff = min(2*backoff, s.cl.resend)
+			pid = nil
+			send()
 		case <-resend.C:
 			pid = nil // look the tree up again: it may have moved
 			send()
@@ -175,9 +193,27 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 			if done != nil { // the deadline passed while ctx still lived
 				s.cancel(h)
 			}
+			if last != nil {
+				return last, nil
+			}
 			return nil, errNoReply
 		}
 	}
+}
+
+// unavailable reports whether a reply says the tree could not serve and
+// nothing ran (SCOPE_UNAVAILABLE).
+func unavailable(r any) bool {
+	code := string(CodeScopeUnavailable)
+	switch r := r.(type) {
+	case *clustermsg.ExecuteReply:
+		return r.GetUnavailable()
+	case *clustermsg.ExecuteTurnReply:
+		return r.GetUnavailable()
+	case interface{ GetFailure() *clustermsg.Failure }:
+		return r.GetFailure().GetCode() == code
+	}
+	return false
 }
 
 func (s *Scope) kind() string { return s.cl.kind }

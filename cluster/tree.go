@@ -387,58 +387,64 @@ func (t *tree) recordFailed(err error) {
 
 // execute answers an ExecuteRequest registered by begin.
 func (t *tree) execute(f *flight, m *clustermsg.ExecuteRequest) *clustermsg.ExecuteReply {
-	res := t.executeResult(f, m)
-	return &clustermsg.ExecuteReply{Result: res.Proto()}
+	res, unavailable := t.executeResult(f, m)
+	return &clustermsg.ExecuteReply{Result: res.Proto(), Unavailable: unavailable}
 }
 
-func (t *tree) executeResult(f *flight, m *clustermsg.ExecuteRequest) *runtime.Result {
+func (t *tree) executeResult(f *flight, m *clustermsg.ExecuteRequest) (*runtime.Result, bool) {
 	h, c := m.GetHeader(), m.GetCall()
 	if f.orig != nil {
 		select {
 		case <-f.orig.done:
 			if r, ok := f.orig.reply.(*clustermsg.ExecuteReply); ok {
-				return runtime.ResultFromProto(r.GetResult())
+				return runtime.ResultFromProto(r.GetResult()), r.GetUnavailable()
 			}
-			return failResult(CodeInvalid, "call id %q is in use by a request of another kind", f.id)
+			return failResult(CodeInvalid, "call id %q is in use by a request of another kind", f.id), false
 		case <-f.ctx.Done():
-			return unknownOutcome(f.id, "a request with this call id was still running when this one's deadline passed")
+			return unknownOutcome(f.id, "a request with this call id was still running when this one's deadline passed"), false
 		}
 	}
 	if f.id == "" || (c.GetCallId() != "" && c.GetCallId() != f.id) {
-		return failResult(CodeInvalid, "the request's call id %q must be non-empty and equal the call's id %q; nothing ran", f.id, c.GetCallId())
+		return failResult(CodeInvalid, "the request's call id %q must be non-empty and equal the call's id %q; nothing ran", f.id, c.GetCallId()), false
 	}
 	if err := t.await(f.ctx); err != nil {
-		return failResult(runtime.Code(err.Code()), "%s", err.msg)
+		return refusal(err)
 	}
 	s, serr := t.scope(h.GetScope())
 	if serr != nil {
-		return failResult(runtime.Code(serr.Code()), "%s", serr.msg)
+		return refusal(serr)
 	}
 	if a := c.GetAgent(); a != "" && a != s.Key() {
-		return failResult(CodeInvalid, "call.agent %q is not the scope %q the request names; nothing ran", a, s.Key())
+		return failResult(CodeInvalid, "call.agent %q is not the scope %q the request names; nothing ran", a, s.Key()), false
 	}
 	if err := t.usable(); err != nil {
-		return failResult(runtime.Code(err.Code()), "%s", err.msg)
+		return refusal(err)
 	}
 	ctx, cancel := t.storeCtx()
 	claims, err := t.cfg.store.Claim(ctx, t.lease, []string{f.id})
 	cancel()
 	if err != nil {
-		return unknownOutcome(f.id, t.claimFailed(err))
+		return unknownOutcome(f.id, t.claimFailed(err)), false
 	}
 	if len(claims) != 1 {
-		return unknownOutcome(f.id, "the store answered the claim with "+strconv.Itoa(len(claims))+" states")
+		return unknownOutcome(f.id, "the store answered the claim with "+strconv.Itoa(len(claims))+" states"), false
 	}
 	switch claims[0].State {
 	case ClaimDone:
-		return recorded(f.id, claims[0].Result)
+		return recorded(f.id, claims[0].Result), false
 	case ClaimNew:
 	default:
-		return unknownOutcome(f.id, "it was claimed before by an activation that did not record a result")
+		return unknownOutcome(f.id, "it was claimed before by an activation that did not record a result"), false
 	}
 	res := s.Execute(f.ctx, runtime.Call{ID: f.id, RootID: c.GetRootCallId(), Name: c.GetName(), Arguments: argsFromProto(c.GetArgumentsJson())})
 	t.record(f.id, res)
-	return res
+	return res, false
+}
+
+// refusal is the result of a call refused as a whole; SCOPE_UNAVAILABLE
+// marks the reply as retryable (nothing ran, nothing was claimed).
+func refusal(e *Error) (*runtime.Result, bool) {
+	return failResult(runtime.Code(e.Code()), "%s", e.msg), e.code == CodeScopeUnavailable
 }
 
 // record records a ClaimNew call's result.
@@ -508,7 +514,9 @@ func (t *tree) turn(f *flight, m *clustermsg.ExecuteTurnRequest) *clustermsg.Exe
 		return turnError("max_parallel is %d: it must not be negative (R91); nothing ran", tr.GetMaxParallel())
 	}
 	refuse := func(e *Error) *clustermsg.ExecuteTurnReply {
-		return all(func(int, string) *runtime.Result { return failResult(runtime.Code(e.Code()), "%s", e.msg) })
+		r := all(func(int, string) *runtime.Result { return failResult(runtime.Code(e.Code()), "%s", e.msg) })
+		r.Unavailable = e.code == CodeScopeUnavailable
+		return r
 	}
 	if err := t.await(f.ctx); err != nil {
 		return refuse(err)

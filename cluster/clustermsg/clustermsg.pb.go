@@ -233,8 +233,12 @@ func (x *ExecuteRequest) GetCall() *messages.Call {
 // answers with a coded failure result (SCOPE_UNAVAILABLE,
 // OUTCOME_UNKNOWN).
 type ExecuteReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Result        *messages.Result       `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Result *messages.Result       `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// unavailable is set when the grain refused the request as a whole with
+	// SCOPE_UNAVAILABLE: nothing ran or was claimed, and the client may
+	// send it again (a tool's own result never sets it).
+	Unavailable   bool `protobuf:"varint,2,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,6 +278,13 @@ func (x *ExecuteReply) GetResult() *messages.Result {
 		return x.Result
 	}
 	return nil
+}
+
+func (x *ExecuteReply) GetUnavailable() bool {
+	if x != nil {
+		return x.Unavailable
+	}
+	return false
 }
 
 // ExecuteTurnRequest runs one model turn in the header's scope.
@@ -331,8 +342,10 @@ func (x *ExecuteTurnRequest) GetTurn() *messages.TurnRequest {
 
 // ExecuteTurnReply answers every call of the turn, in model order.
 type ExecuteTurnReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Turn          *messages.TurnReply    `protobuf:"bytes,1,opt,name=turn,proto3" json:"turn,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Turn  *messages.TurnReply    `protobuf:"bytes,1,opt,name=turn,proto3" json:"turn,omitempty"`
+	// unavailable: as in ExecuteReply, for the whole turn.
+	Unavailable   bool `protobuf:"varint,2,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -372,6 +385,13 @@ func (x *ExecuteTurnReply) GetTurn() *messages.TurnReply {
 		return x.Turn
 	}
 	return nil
+}
+
+func (x *ExecuteTurnReply) GetUnavailable() bool {
+	if x != nil {
+		return x.Unavailable
+	}
+	return false
 }
 
 // GetRequest resolves a tool name in the header's scope.
@@ -1168,14 +1188,16 @@ const file_toolscope_cluster_clustermsg_clustermsg_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"q\n" +
 	"\x0eExecuteRequest\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.toolscope.cluster.HeaderR\x06header\x12,\n" +
-	"\x04call\x18\x02 \x01(\v2\x18.toolscope.messages.CallR\x04call\"B\n" +
+	"\x04call\x18\x02 \x01(\v2\x18.toolscope.messages.CallR\x04call\"d\n" +
 	"\fExecuteReply\x122\n" +
-	"\x06result\x18\x01 \x01(\v2\x1a.toolscope.messages.ResultR\x06result\"|\n" +
+	"\x06result\x18\x01 \x01(\v2\x1a.toolscope.messages.ResultR\x06result\x12 \n" +
+	"\vunavailable\x18\x02 \x01(\bR\vunavailable\"|\n" +
 	"\x12ExecuteTurnRequest\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.toolscope.cluster.HeaderR\x06header\x123\n" +
-	"\x04turn\x18\x02 \x01(\v2\x1f.toolscope.messages.TurnRequestR\x04turn\"E\n" +
+	"\x04turn\x18\x02 \x01(\v2\x1f.toolscope.messages.TurnRequestR\x04turn\"g\n" +
 	"\x10ExecuteTurnReply\x121\n" +
-	"\x04turn\x18\x01 \x01(\v2\x1d.toolscope.messages.TurnReplyR\x04turn\"S\n" +
+	"\x04turn\x18\x01 \x01(\v2\x1d.toolscope.messages.TurnReplyR\x04turn\x12 \n" +
+	"\vunavailable\x18\x02 \x01(\bR\vunavailable\"S\n" +
 	"\n" +
 	"GetRequest\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.toolscope.cluster.HeaderR\x06header\x12\x12\n" +
