@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolscope/toolscope/runtime"
+)
+
+// holderOf returns the address part of tree's lease holder in the store.
+func (m *memStore) holderOf(tree string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.trees[tree]; t != nil {
+		h, _, _ := strings.Cut(t.holder, "/")
+		return h
+	}
+	return ""
+}
+
+func TestMove_Item4_TreesOfALeavingMemberReactivateWithTheirRules(t *testing.T) {
+	store := newMemStore()
+	tc := startCluster(t, 3, store, func(int) *member { return newMember(t) })
+	ctx := bounded(t)
+	cl := NewClient(tc.members[0], WithResend(200*time.Millisecond))
+	var trees []string
+	for i := range 9 {
+		id := fmt.Sprintf("mv-%d", i)
+		trees = append(trees, id)
+		root := cl.Tree(id)
+		if _, err := root.Mount(ctx, "echo", raw(`{"name":"say","prefix":"`+id+`:"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.AddGuard(ctx, "deny", raw(`{"tool":"g1","reason":"no g1"}`)); err != nil {
+			t.Fatal(err)
+		}
+		kid, _, err := root.NewScope(ctx, id+"-kid")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kid.Restrict(ctx, runtime.Restriction{Deny: []string{"g2"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The member (other than the client's) hosting the most trees leaves.
+	byHost := map[string][]string{}
+	for _, id := range trees {
+		byHost[store.holderOf(id)] = append(byHost[store.holderOf(id)], id)
+	}
+	leave := 1
+	if len(byHost[tc.members[2].ActorSystem.Address()]) > len(byHost[tc.members[1].ActorSystem.Address()]) {
+		leave = 2
+	}
+	gone := tc.members[leave].ActorSystem.Address()
+	moved := byHost[gone]
+	if len(moved) == 0 {
+		t.Skipf("placement put no tree on members 1 and 2: %v", byHost)
+	}
+	stop := tc.stops[leave]
+	tc.stops[leave] = func() {}
+	stop() // graceful: its trees passivate and release their leases
+	for _, id := range moved {
+		root := cl.Tree(id)
+		if r := root.Execute(ctx, runtime.Call{Name: "say", Arguments: raw(`{"text":"x"}`)}); r.IsError() || r.Text() != id+":x" {
+			t.Fatalf("%s after the move: mounted tool: %q %q", id, r.Text(), r.ErrorMessage())
+		}
+		if r := root.Execute(ctx, runtime.Call{Name: "g1", Arguments: raw(`{}`)}); r.ErrorMessage() != "no g1" {
+			t.Fatalf("%s after the move: guard: %q", id, r.ErrorMessage())
+		}
+		names, err := root.Scope(id+"-kid").Schemas(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(names, func(s runtime.ToolSchema) bool { return s.Name == "g2" }) {
+			t.Fatalf("%s after the move: the sub-agent's restriction does not hold", id)
+		}
+		if h := store.holderOf(id); h == gone || h == "" {
+			t.Fatalf("%s is still held by the member that left (%q)", id, h)
+		}
+	}
+}
