@@ -1,3 +1,14 @@
+//go:build !race
+
+// The tests in this file run protoactor's cluster in process. They are
+// left out of -race builds: protoactor-go's cluster (v0.0.0-20240822202345)
+// has data races of its own that any use of it triggers — disthash's
+// Manager.Get against onClusterTopology, MemberList.Members and MemberSet
+// against UpdateClusterTopology, remote.BlockList.Block against
+// BlockedMembers, the Informer's gossip state — none in this package's code.
+// The grain's own concurrency (tree.go, mutate.go) runs under -race in the
+// tests that drive a tree directly (tree_test.go, checker_test.go).
+
 package cluster
 
 import (

@@ -147,3 +147,10 @@ func mutate(tr *tree, m any) *clustermsg.MutationReply {
 }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+// bounded returns a ctx that ends after waitLimit (or with the test).
+func bounded(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}

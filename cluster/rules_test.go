@@ -305,10 +305,10 @@ var contractRules = []struct {
 	}},
 }
 
-func TestRules_Item6_LocalAndRemoteScopesAgree(t *testing.T) {
+func TestRules_Item6_LocalScope(t *testing.T) {
 	m := newMember(t)
 	for _, rule := range contractRules {
-		t.Run("local/"+rule.name, func(t *testing.T) {
+		t.Run(rule.name, func(t *testing.T) {
 			reg, err := m.newRegistry()
 			if err != nil {
 				t.Fatal(err)
@@ -319,14 +319,6 @@ func TestRules_Item6_LocalAndRemoteScopesAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			rule.run(t, m, localScope{s: s, cat: m.catalog})
-		})
-	}
-	tc := startCluster(t, 2, newMemStore(), func(int) *member { return m })
-	cl := NewClient(tc.members[0])
-	for i, rule := range contractRules {
-		t.Run("remote/"+rule.name, func(t *testing.T) {
-			root := cl.Tree("rules-" + string(rune('a'+i)))
-			rule.run(t, m, remoteScope{s: root, ctx: bounded(t)})
 		})
 	}
 }
