@@ -374,15 +374,14 @@ func (t *tree) claimFailed(err error) string {
 	return "the store did not confirm the call's claim: " + err.Error()
 }
 
-// recordFailed handles a Record error (the result is still the caller's):
-// ErrFenced loses the tree; any other error too, as the store state is
-// no longer known.
+// recordFailed handles a Record error. The result still goes to the
+// caller (its body ran); a repeat of the call id will get unknown-outcome.
+// ErrFenced loses the tree; any other failure (the store away, a result
+// over its bound) leaves the activation serving.
 func (t *tree) recordFailed(err error) {
 	if errors.Is(err, ErrFenced) {
 		t.lose(newError(CodeScopeUnavailable, "tree %q moved to another member; retry later", t.id))
-		return
 	}
-	t.lose(newError(CodeScopeUnavailable, "tree %q could not record a result (%v); it passivates and will be rebuilt from the store; retry later", t.id, err))
 }
 
 // execute answers an ExecuteRequest registered by begin.
@@ -532,9 +531,13 @@ func (t *tree) turn(f *flight, m *clustermsg.ExecuteTurnRequest) *clustermsg.Exe
 	for i := range calls {
 		ids[i] = f.id + "/" + strconv.Itoa(i)
 	}
-	ctx, cancel := t.storeCtx()
-	claims, err := t.cfg.store.Claim(ctx, t.lease, ids)
-	cancel()
+	var claims []Claim
+	var err error
+	if len(ids) > 0 {
+		ctx, cancel := t.storeCtx()
+		claims, err = t.cfg.store.Claim(ctx, t.lease, ids)
+		cancel()
+	}
 	if err == nil && len(claims) != len(ids) {
 		err = fmt.Errorf("the store answered %d claims with %d states", len(ids), len(claims))
 	}
