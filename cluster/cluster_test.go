@@ -73,8 +73,13 @@ func startCluster(t testing.TB, n int, store Store, code func(i int) *member) *t
 	return tc
 }
 
+// startWith starts one member with the tree kind and extra kinds.
+func (tc *testCluster) startWith(healthPort int, m *member, extra ...*protocluster.Kind) *protocluster.Cluster {
+	return tc.start(healthPort, m, false, extra...)
+}
+
 // start starts one member (or a client-only one when m is nil).
-func (tc *testCluster) start(healthPort int, m *member, clientOnly bool) *protocluster.Cluster {
+func (tc *testCluster) start(healthPort int, m *member, clientOnly bool, extra ...*protocluster.Kind) *protocluster.Cluster {
 	t := tc.t
 	t.Helper()
 	sys := actor.NewActorSystem(quiet)
@@ -88,7 +93,7 @@ func (tc *testCluster) start(healthPort int, m *member, clientOnly bool) *protoc
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts = append(opts, protocluster.WithKinds(k))
+		opts = append(opts, protocluster.WithKinds(append(extra, k)...))
 	}
 	cfg := protocluster.Configure(tc.name, prov, disthash.New(), remote.Configure("127.0.0.1", freePort(t)), opts...)
 	c := protocluster.New(sys, cfg)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -91,11 +92,8 @@ func Kind(cfg Config) (*protocluster.Kind, error) {
 type grain struct {
 	cfg  *kindConfig
 	t    *tree
-	busy int // requests being answered (for the idle timeout); Receive's goroutine only
+	busy atomic.Int64 // requests being answered (for the idle timeout)
 }
-
-// requestDone tells the grain one of its requests was answered.
-type requestDone struct{}
 
 // Receive implements actor.Actor.
 func (g *grain) Receive(c actor.Context) {
@@ -109,12 +107,9 @@ func (g *grain) Receive(c actor.Context) {
 		}
 		return
 	case *actor.ReceiveTimeout:
-		if g.busy == 0 {
+		if g.busy.Load() == 0 {
 			c.Stop(c.Self())
 		}
-		return
-	case *requestDone:
-		g.busy--
 		return
 	case *actor.Stopping:
 		if g.t != nil {
@@ -142,7 +137,7 @@ func (g *grain) Receive(c actor.Context) {
 		c.Respond(&clustermsg.MutationReply{Failure: failure(newError(CodeScopeUnavailable, "this actor was not activated as a tree grain"))})
 		return
 	}
-	t, sys, self := g.t, c.ActorSystem(), c.Self()
+	t, sys := g.t, c.ActorSystem()
 	var work func() proto.Message
 	switch m := c.Message().(type) {
 	case *clustermsg.ExecuteRequest:
@@ -175,13 +170,12 @@ func (g *grain) Receive(c actor.Context) {
 			return t.answer(ctx, m)
 		}
 	}
-	g.busy++
+	g.busy.Add(1)
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		reply := work()
-		sys.Root.Send(sender, reply)
-		sys.Root.Send(self, &requestDone{})
+		defer g.busy.Add(-1)
+		sys.Root.Send(sender, work())
 	}()
 }
 
