@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -230,6 +231,17 @@ func (m *memStore) state(tree string) []byte {
 		return append([]byte(nil), t.state...)
 	}
 	return nil
+}
+
+// holderOf returns the address part of tree's lease holder in the store.
+func (m *memStore) holderOf(tree string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.trees[tree]; t != nil {
+		h, _, _ := strings.Cut(t.holder, "/")
+		return h
+	}
+	return ""
 }
 
 var _ Store = (*memStore)(nil)

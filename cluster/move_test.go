@@ -14,23 +14,11 @@ package cluster
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolscope/toolscope/runtime"
 )
-
-// holderOf returns the address part of tree's lease holder in the store.
-func (m *memStore) holderOf(tree string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if t := m.trees[tree]; t != nil {
-		h, _, _ := strings.Cut(t.holder, "/")
-		return h
-	}
-	return ""
-}
 
 func TestMove_Item4_TreesOfALeavingMemberReactivateWithTheirRules(t *testing.T) {
 	store := newMemStore()
