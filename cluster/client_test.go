@@ -16,6 +16,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -108,5 +109,21 @@ func TestClient_Item5_CancellationReachesTheRemoteBody(t *testing.T) {
 		}
 	case <-bounded(t).Done():
 		failHung(t, "the cancelled remote call to end")
+	}
+}
+
+func TestClient_Item4_IdleTreePassivatesAndReactivates(t *testing.T) {
+	store := newMemStore()
+	m := newMember(t)
+	m.idle = 200 * time.Millisecond
+	tc := startCluster(t, 1, store, func(int) *member { return m })
+	cl := NewClient(tc.members[0])
+	ctx := bounded(t)
+	if _, err := cl.Tree("idle").Mount(ctx, "echo", raw(`{"name":"say"}`)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the idle tree to passivate and release its lease", func() bool { return store.holderOf("idle") == "" })
+	if r := cl.Tree("idle").Execute(ctx, runtime.Call{Name: "say", Arguments: raw(`{"text":"back"}`)}); r.Text() != "back" {
+		t.Fatalf("after re-activation: %q %q", r.Text(), r.ErrorMessage())
 	}
 }

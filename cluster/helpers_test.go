@@ -47,6 +47,7 @@ type member struct {
 	t       testing.TB
 	catalog *Catalog
 	hooks   runtime.Hooks
+	idle    time.Duration // Config.IdleTimeout
 
 	mu      sync.Mutex
 	ran     map[string]int           // call id → bodies run (count, block)
@@ -107,7 +108,7 @@ func (m *member) newRegistry() (*runtime.Registry, error) {
 }
 
 func (m *member) config(store Store) Config {
-	return Config{Store: store, Catalog: m.catalog, NewRegistry: m.newRegistry, LeaseTTL: 5 * time.Second, StoreTimeout: 5 * time.Second}
+	return Config{Store: store, Catalog: m.catalog, NewRegistry: m.newRegistry, LeaseTTL: 5 * time.Second, StoreTimeout: 5 * time.Second, IdleTimeout: m.idle}
 }
 
 // activeTree activates tree id on a fresh activation (no actor) and shuts
