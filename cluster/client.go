@@ -162,13 +162,14 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 	defer resend.Stop()
 	hard := time.NewTimer(time.Until(deadline))
 	defer hard.Stop()
-	done := ctx.Done()
+	done := ctx.Done() // nil once ended (or for a ctx that never ends)
+	ended := false
 	var last any // the last unavailable reply
 	backoff := 20 * time.Millisecond
 	for {
 		select {
 		case r := <-replies:
-			if !unavailable(r) || done == nil || time.Until(deadline) < backoff {
+			if !unavailable(r) || ended || time.Until(deadline) < backoff {
 				return r, nil
 			}
 			last = r
@@ -186,11 +187,11 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 			pid = nil // look the tree up again: it may have moved
 			send()
 		case <-done:
-			done = nil
+			done, ended = nil, true
 			s.cancel(h)
 			hard.Reset(s.cl.grace)
 		case <-hard.C:
-			if done != nil { // the deadline passed while ctx still lived
+			if !ended { // the deadline passed while ctx still lived
 				s.cancel(h)
 			}
 			if last != nil {

@@ -127,3 +127,18 @@ func TestClient_Item4_IdleTreePassivatesAndReactivates(t *testing.T) {
 		t.Fatalf("after re-activation: %q %q", r.Text(), r.ErrorMessage())
 	}
 }
+
+func TestClient_Item5_MovingTreeIsRetriedUntilServed(t *testing.T) {
+	store := newMemStore()
+	m := newMember(t)
+	tc := startCluster(t, 1, store, func(int) *member { return m })
+	// Another member holds the tree for a while (it is moving here).
+	if _, err := store.Acquire(bounded(t), "moving", "elsewhere", 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	cl := NewClient(tc.members[0], WithResend(100*time.Millisecond), WithDefaultTimeout(waitLimit))
+	r := cl.Tree("moving").Execute(context.Background(), runtime.Call{ID: "m1", Name: "count", Arguments: raw(`{}`)})
+	if r.IsError() || m.runs("m1") != 1 {
+		t.Fatalf("a call to a moving tree: %q %q (ran %d)", r.Code(), r.ErrorMessage(), m.runs("m1"))
+	}
+}
