@@ -5,7 +5,7 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"net"
 	"testing"
 	"time"
 
@@ -36,9 +36,9 @@ func benchCluster(b *testing.B) (cl *Client, c0 *protocluster.Cluster, tree, ech
 	m := newMember(b)
 	tc := &testCluster{t: b, name: "bench" + activationID(), store: store}
 	b.Cleanup(tc.stop)
-	health := []int{freePort(b), freePort(b), freePort(b)}
+	health := []net.Listener{listen(b), listen(b)}
 	for _, h := range health {
-		tc.hosts = append(tc.hosts, "127.0.0.1:"+strconv.Itoa(h))
+		tc.hosts = append(tc.hosts, h.Addr().String())
 	}
 	echoKind := protocluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return echoGrain{} }))
 	for i := range 2 {

@@ -16,7 +16,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,15 +26,15 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 )
 
-// freePort returns a loopback port free at the time of the call.
-func freePort(t testing.TB) int {
+// listen binds a loopback port and keeps it (no window for another
+// process to take it between choosing and binding).
+func listen(t testing.TB) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln
 }
 
 // testCluster is N members (and optionally client-only members) in one
@@ -59,10 +58,10 @@ func startCluster(t testing.TB, n int, store Store, code func(i int) *member) *t
 	t.Helper()
 	tc := &testCluster{t: t, name: "ts" + activationID(), store: store}
 	t.Cleanup(tc.stop)
-	health := make([]int, n+1) // the last one is the client's
+	health := make([]net.Listener, n)
 	for i := range health {
-		health[i] = freePort(t)
-		tc.hosts = append(tc.hosts, "127.0.0.1:"+strconv.Itoa(health[i]))
+		health[i] = listen(t)
+		tc.hosts = append(tc.hosts, health[i].Addr().String())
 	}
 	for i := range n {
 		m := code(i)
@@ -74,19 +73,18 @@ func startCluster(t testing.TB, n int, store Store, code func(i int) *member) *t
 }
 
 // startWith starts one member with the tree kind and extra kinds.
-func (tc *testCluster) startWith(healthPort int, m *member, extra ...*protocluster.Kind) *protocluster.Cluster {
-	return tc.start(healthPort, m, false, extra...)
+func (tc *testCluster) startWith(health net.Listener, m *member, extra ...*protocluster.Kind) *protocluster.Cluster {
+	return tc.start(health, m, false, extra...)
 }
 
-// start starts one member (or a client-only one when m is nil).
-func (tc *testCluster) start(healthPort int, m *member, clientOnly bool, extra ...*protocluster.Kind) *protocluster.Cluster {
+// start starts one member (or a client-only one when m is nil) whose
+// health endpoint serves on the listener given; its gRPC remote binds a
+// loopback port of the system's choosing.
+func (tc *testCluster) start(ln net.Listener, m *member, clientOnly bool, extra ...*protocluster.Kind) *protocluster.Cluster {
 	t := tc.t
 	t.Helper()
 	sys := actor.NewActorSystem(quiet)
-	prov, ln, err := AutoManaged(sys, "127.0.0.1:"+strconv.Itoa(healthPort), 100*time.Millisecond, tc.hosts[:len(tc.hosts)-1]...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov := autoManaged(sys, ln, 100*time.Millisecond, tc.hosts...)
 	var opts []protocluster.ConfigOption
 	if m != nil {
 		k, err := Kind(m.config(tc.store))
@@ -95,7 +93,7 @@ func (tc *testCluster) start(healthPort int, m *member, clientOnly bool, extra .
 		}
 		opts = append(opts, protocluster.WithKinds(append(extra, k)...))
 	}
-	cfg := protocluster.Configure(tc.name, prov, disthash.New(), remote.Configure("127.0.0.1", freePort(t)), opts...)
+	cfg := protocluster.Configure(tc.name, prov, disthash.New(), remote.Configure("127.0.0.1", 0), opts...)
 	c := protocluster.New(sys, cfg)
 	if clientOnly {
 		c.StartClient()
@@ -137,8 +135,7 @@ func (tc *testCluster) waitMembers(n int) {
 	}
 }
 
-// client returns a client on a new client-only member.
+// clientOnly returns a new client-only member.
 func (tc *testCluster) clientOnly() *protocluster.Cluster {
-	port := freePort(tc.t)
-	return tc.start(port, nil, true)
+	return tc.start(listen(tc.t), nil, true)
 }

@@ -24,6 +24,11 @@ func AutoManaged(sys *actor.ActorSystem, healthAddr string, refresh time.Duratio
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: health endpoint %s: %w", healthAddr, err)
 	}
+	return autoManaged(sys, ln, refresh, hosts...), ln, nil
+}
+
+// autoManaged is AutoManaged on a listener already bound.
+func autoManaged(sys *actor.ActorSystem, ln net.Listener, refresh time.Duration, hosts ...string) *automanaged.AutoManagedProvider {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	var healthPort int
 	_, _ = fmt.Sscan(port, &healthPort)
@@ -41,5 +46,5 @@ func AutoManaged(sys *actor.ActorSystem, healthAddr string, refresh time.Duratio
 		}
 		return c.JSON(http.StatusOK, automanaged.NewNode(cl.Config.Name, sys.ID, host, memberPort, healthPort, cl.GetClusterKinds()))
 	})
-	return automanaged.NewWithTesting(refresh, healthPort, e, hosts...), ln, nil
+	return automanaged.NewWithTesting(refresh, healthPort, e, hosts...)
 }

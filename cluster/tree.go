@@ -199,14 +199,32 @@ func (t *tree) lose(why *Error) {
 	for _, f := range t.inflight {
 		f.cancel()
 	}
-	built, onLost := t.built, t.onLost
+	scopes, onLost := t.scopesLocked(), t.onLost
 	t.mu.Unlock()
-	if built != nil {
-		built.Dispose(t.id)
+	for _, s := range scopes { // the root first: its disposal cascades
+		s.Dispose()
 	}
 	if onLost != nil {
 		onLost()
 	}
+}
+
+// scopesLocked lists the built tree's scopes, the root first (a mutation
+// may change the map once t.mu is released).
+func (t *tree) scopesLocked() []*runtime.Scope {
+	if t.built == nil {
+		return nil
+	}
+	out := make([]*runtime.Scope, 0, len(t.built.Scopes))
+	if r := t.built.Scopes[t.id]; r != nil {
+		out = append(out, r)
+	}
+	for k, s := range t.built.Scopes {
+		if k != t.id {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // shutdown passivates the activation (the grain stops): it stops renewing,
@@ -231,7 +249,12 @@ func (t *tree) shutdown() {
 	close(t.stopRenew)
 	<-t.renewDone
 	t.wg.Wait()
-	t.built.Dispose(t.id)
+	t.mu.Lock()
+	scopes := t.scopesLocked()
+	t.mu.Unlock()
+	for _, s := range scopes {
+		s.Dispose()
+	}
 	_ = t.reg.Close(context.Background())
 	ctx, cancel := t.storeCtx()
 	_ = t.cfg.store.Release(ctx, t.lease)
