@@ -101,7 +101,10 @@ func (m *member) newRegistry() (*runtime.Registry, error) {
 		return "", ctx.Err()
 	})
 	par, _ := runtime.NewTool("par", "a parallel tool", func(ctx context.Context, in struct{}, _ *runtime.RunContext) (string, error) { return "p", nil }, runtime.WithParallel())
-	if _, err := reg.Global().RegisterAll(plain("g1"), plain("g2"), count, block, par); err != nil {
+	own, _ := runtime.NewTool("own_unavailable", "fails with a code of its own that looks like the grain's", func(ctx context.Context, in struct{}, _ *runtime.RunContext) (string, error) {
+		return "", runtime.NewError("Mine", CodeScopeUnavailable, "the tool's own failure")
+	})
+	if _, err := reg.Global().RegisterAll(plain("g1"), plain("g2"), count, block, par, own); err != nil {
 		return nil, err
 	}
 	return reg, nil

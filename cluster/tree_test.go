@@ -329,3 +329,26 @@ func TestGrain_Item4_RootDisposeForgetsTheTree(t *testing.T) {
 	}
 	wantCode(t, exec(tr, "", "after", "count", `{}`), CodeNoSuchScope, "disposed")
 }
+
+func TestGrain_Item4_OnlyTheGrainsOwnRefusalIsMarkedRetryable(t *testing.T) {
+	store, m := newMemStore(), newMember(t)
+	tr := activeTree(t, m, store, "t1")
+	req := &clustermsg.ExecuteRequest{Header: hdr("t1", "", "own"), Call: &messages.Call{CallId: "own", Name: "own_unavailable", ArgumentsJson: []byte(`{}`)}}
+	f := tr.begin(req.GetHeader())
+	r := tr.execute(f, req)
+	tr.end(f, r)
+	if r.GetResult().GetError().GetInfo().GetCode() != string(CodeScopeUnavailable) || r.GetUnavailable() {
+		t.Fatalf("a tool's own SCOPE_UNAVAILABLE result must not be marked retryable: %v", r)
+	}
+	if _, err := store.Acquire(context.Background(), "t2", "other", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	held := activeTree(t, m, store, "t2")
+	req = &clustermsg.ExecuteRequest{Header: hdr("t2", "", "x"), Call: &messages.Call{CallId: "x", Name: "g1"}}
+	f = held.begin(req.GetHeader())
+	r = held.execute(f, req)
+	held.end(f, r)
+	if !r.GetUnavailable() {
+		t.Fatalf("the grain's own SCOPE_UNAVAILABLE refusal must be marked retryable: %v", r)
+	}
+}
