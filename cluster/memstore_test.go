@@ -15,7 +15,7 @@ import (
 // operation fail, and watch every write.
 type memStore struct {
 	mu     sync.Mutex
-	trees  map[string]*memTree
+	trees  map[string]*fakeTree
 	fail   map[string]error // op name → error for its next call
 	writes []string         // "save <tree> <len>", "record <tree> <id>", ...
 	onSave func(tree string, state []byte)
@@ -23,15 +23,15 @@ type memStore struct {
 	block map[string]chan struct{}
 }
 
-type memTree struct {
+type fakeTree struct {
 	holder  string
 	epoch   uint64
 	expires time.Time
 	state   []byte
-	claims  map[string]*memClaim
+	claims  map[string]*fakeClaim
 }
 
-type memClaim struct {
+type fakeClaim struct {
 	done   bool
 	result []byte
 }
@@ -39,7 +39,7 @@ type memClaim struct {
 // leaseKey is what a Lease's unexported fields would hold; the fake keys
 // fencing on Tree and Epoch, which the seam exports.
 func newMemStore() *memStore {
-	return &memStore{trees: map[string]*memTree{}, fail: map[string]error{}, block: map[string]chan struct{}{}}
+	return &memStore{trees: map[string]*fakeTree{}, fail: map[string]error{}, block: map[string]chan struct{}{}}
 }
 
 func (m *memStore) enter(op string) error {
@@ -64,17 +64,17 @@ func (m *memStore) failNext(op string, err error) {
 	m.mu.Unlock()
 }
 
-func (m *memStore) tree(id string) *memTree {
+func (m *memStore) tree(id string) *fakeTree {
 	t := m.trees[id]
 	if t == nil {
-		t = &memTree{claims: map[string]*memClaim{}}
+		t = &fakeTree{claims: map[string]*fakeClaim{}}
 		m.trees[id] = t
 	}
 	return t
 }
 
 // fenced: l is not the current lease of its tree.
-func (m *memStore) fenced(l *Lease) (*memTree, error) {
+func (m *memStore) fenced(l *Lease) (*fakeTree, error) {
 	t := m.trees[l.Tree]
 	if t == nil || t.epoch != l.Epoch || t.holder != l.Holder {
 		return nil, ErrFenced
@@ -169,7 +169,7 @@ func (m *memStore) Claim(ctx context.Context, l *Lease, ids []string) ([]Claim, 
 		c := t.claims[id]
 		switch {
 		case c == nil:
-			t.claims[id] = &memClaim{}
+			t.claims[id] = &fakeClaim{}
 			out[i] = Claim{ID: id, State: ClaimNew}
 			m.writes = append(m.writes, "claim "+l.Tree+" "+id)
 		case c.done:

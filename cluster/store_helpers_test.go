@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"runtime/pprof"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,16 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// waitLimit bounds every wait in these tests; running out dumps every goroutine.
-const waitLimit = 30 * time.Second
-
-func goroutineDump() string {
-	var b strings.Builder
-	if p := pprof.Lookup("goroutine"); p != nil {
-		_ = p.WriteTo(&b, 2)
-	}
-	return b.String()
-}
+// waitLimit and goroutineDump are in helpers_test.go.
 
 // within runs fn and fails t with a goroutine dump if it has not returned within waitLimit.
 func within(t testing.TB, what string, fn func()) {

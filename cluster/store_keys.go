@@ -10,8 +10,5 @@ const MaxIDBytes = kvkey.MaxIDBytes
 // not UTF-8). The wrapped error names which id and why.
 var ErrInvalidID = kvkey.ErrInvalidID
 
-// keyToken and keyID encode ids as KV key tokens (unpadded base64url: see kvkey.Token).
-var (
-	keyToken = kvkey.Token
-	keyID    = kvkey.ID
-)
+// keyToken encodes an id as a KV key token (unpadded base64url: see kvkey.Token).
+var keyToken = kvkey.Token

@@ -193,7 +193,7 @@ func TestGrain_Item4_CallClaimedOnceRecordedResultOnRetry(t *testing.T) {
 	}
 	// A claim without a result (an activation died mid-call): never run.
 	store.mu.Lock()
-	store.trees["t1"].claims["orphan"] = &memClaim{}
+	store.trees["t1"].claims["orphan"] = &fakeClaim{}
 	store.mu.Unlock()
 	wantCode(t, exec(tr, "", "orphan", "count", `{}`), CodeOutcomeUnknown, "check whether it took effect before repeating it")
 	if m.runs("orphan") != 0 {
