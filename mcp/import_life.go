@@ -56,7 +56,11 @@ func (b Backoff) wait(n int) time.Duration {
 // same path as a re-sync (OnChange subscribers hear each change), and
 // calls go to the new session. If every attempt fails, the import ends as
 // it does without this option (see WithEndHandler), with the last
-// attempt's error. Each attempt is bounded by WithSyncTimeout and ended by
+// attempt's error. A new session counts as recovered once its tools were
+// listed on it: one lost before that leaves the next recovery the attempts
+// (and waits) that are left, so a server that accepts connections and dies
+// at once ends the import after Attempts connections rather than flapping
+// forever. Each attempt is bounded by WithSyncTimeout and ended by
 // Close. connect must return a session of a client made with
 // ToolListChangedHandler, as for Import; the sessions it returns are the
 // import's: it closes them when it replaces or ends them. (The session
@@ -170,7 +174,15 @@ func (im *Imported) lost(l *link, cause error) {
 // error the import ended with, or nil (reconnected, or closed meanwhile).
 func (im *Imported) recover(l *link, cause error) error {
 	if im.cfg.reconnect != nil {
-		for n := 1; n <= im.cfg.backoff.Attempts; n++ {
+		// A recovery whose session was lost before its tools were listed
+		// on it did not recover: the next one goes on with its attempts
+		// (and waits), so a server that accepts and dies at once ends
+		// the import after Attempts connections instead of flapping
+		// forever.
+		im.mu.Lock()
+		spent := im.spent
+		im.mu.Unlock()
+		for n := spent + 1; n <= im.cfg.backoff.Attempts; n++ {
 			t := time.NewTimer(im.cfg.backoff.wait(n))
 			select {
 			case <-t.C:
@@ -186,7 +198,7 @@ func (im *Imported) recover(l *link, cause error) error {
 				cause = fmt.Errorf("reconnect attempt %d of %d: %w", n, im.cfg.backoff.Attempts, err)
 				continue
 			}
-			if !im.swap(l, next) {
+			if !im.swap(l, next, n) {
 				return nil // closed meanwhile
 			}
 			if l.own {
@@ -195,6 +207,13 @@ func (im *Imported) recover(l *link, cause error) error {
 			// The tools are listed anew on the new session. If it ends
 			// meanwhile, its own loss starts the next recovery.
 			err = im.sync(im.closeCtx, im.cfg.syncTimeout, false)
+			if err == nil {
+				im.mu.Lock()
+				if im.link.Load() == next {
+					im.spent = 0 // recovered: a later loss has every attempt again
+				}
+				im.mu.Unlock()
+			}
 			if err != nil && !errors.Is(err, ErrImportClosed) && !next.gone.Load() && im.cfg.onError != nil {
 				// Reconnected; the tools stay as they were listed before.
 				go im.cfg.onError(fmt.Errorf("mcp: re-sync after reconnecting: %w", err))
@@ -223,9 +242,9 @@ func (im *Imported) connect() (*link, error) {
 	return &link{cs: cs, own: true}, nil
 }
 
-// swap makes next the import's session in place of old, unless the import
-// was closed (it then closes next).
-func (im *Imported) swap(old, next *link) bool {
+// swap makes next, made by attempt n, the import's session in place of
+// old, unless the import was closed (it then closes next).
+func (im *Imported) swap(old, next *link, n int) bool {
 	im.mu.Lock()
 	if im.closed {
 		im.mu.Unlock()
@@ -234,7 +253,7 @@ func (im *Imported) swap(old, next *link) bool {
 	}
 	unwatch(im, old.cs)
 	im.link.Store(next)
-	im.losing = false
+	im.losing, im.spent = false, n
 	watch(im, next.cs)
 	im.mu.Unlock()
 	im.follow(next)
