@@ -61,7 +61,9 @@ func (b Backoff) wait(n int) time.Duration {
 // (and waits) that are left, so a server that accepts connections and dies
 // at once ends the import after Attempts connections rather than flapping
 // forever. Each attempt is bounded by WithSyncTimeout and ended by
-// Close. connect must return a session of a client made with
+// Close: connect is given a ctx that ends then, and one that ignores it
+// is not waited for (Close returns; a session it returns late is closed).
+// connect must return a session of a client made with
 // ToolListChangedHandler, as for Import; the sessions it returns are the
 // import's: it closes them when it replaces or ends them. (The session
 // given to Import stays the caller's.) A session that ends because the
@@ -225,21 +227,48 @@ func (im *Imported) recover(l *link, cause error) error {
 }
 
 // connect asks WithReconnect's connect for a new session, bounded by
-// WithSyncTimeout and by Close.
+// WithSyncTimeout and by Close. A connect that ignores its ctx is not
+// waited for past it: it runs on, and a session it returns late is closed.
 func (im *Imported) connect() (*link, error) {
 	ctx, cancel := context.WithTimeout(im.closeCtx, im.cfg.syncTimeout)
 	defer cancel()
-	cs, err := im.cfg.reconnect(ctx)
-	if err != nil {
-		if cs != nil {
-			_ = cs.Close()
-		}
-		return nil, err
+	type made struct {
+		cs  *sdk.ClientSession
+		err error
 	}
-	if cs == nil {
+	got := make(chan made) // unbuffered: once abandoned, the session is closed, not left in a buffer
+	abandoned := make(chan struct{})
+	go func() {
+		cs, err := im.cfg.reconnect(ctx)
+		select {
+		case got <- made{cs, err}:
+		case <-abandoned:
+			if cs != nil {
+				_ = cs.Close()
+			}
+		}
+	}()
+	var m made
+	select {
+	case m = <-got:
+	case <-ctx.Done():
+		select {
+		case m = <-got: // it answered as its ctx ended
+		default:
+			close(abandoned)
+			return nil, fmt.Errorf("connect did not return when its ctx ended: %w", ctx.Err())
+		}
+	}
+	if m.err != nil {
+		if m.cs != nil {
+			_ = m.cs.Close()
+		}
+		return nil, m.err
+	}
+	if m.cs == nil {
 		return nil, errors.New("connect returned no session")
 	}
-	return &link{cs: cs, own: true}, nil
+	return &link{cs: m.cs, own: true}, nil
 }
 
 // swap makes next, made by attempt n, the import's session in place of

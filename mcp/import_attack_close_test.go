@@ -1,0 +1,56 @@
+package mcp_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolscope/toolscope/mcp"
+)
+
+// A connect that ignores its ctx does not hold Close: Close returns, and
+// the session connect returns late is closed.
+func TestImport_Attack_CloseDoesNotWaitForAConnectIgnoringItsCtx(t *testing.T) {
+	p := newPipes(t)
+	server := newServer(nil)
+	textTool(server, "fine", "fine")
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cs, kill, err := p.connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	late := make(chan *sdk.ClientSession, 1)
+	connect := func(context.Context) (*sdk.ClientSession, error) {
+		entered <- struct{}{}
+		<-release // ignores its ctx
+		cs, _, err := p.connect(context.Background(), server)
+		late <- cs
+		return cs, err
+	}
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), cs, mcp.WithReconnect(connect, mcp.Backoff{Attempts: 1, Max: time.Hour}))
+	kill()
+	recv(t, entered, "the reconnect attempt")
+	closed := make(chan struct{})
+	go func() { im.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(bound):
+		close(release)
+		dumpGoroutines(t)
+		t.Fatal("Close waited for a connect that ignores its ctx")
+	}
+	close(release)
+	s := recv(t, late, "the late session")
+	if s == nil {
+		t.Fatal("no late session")
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	recv(t, done, "the late session to be closed")
+}
