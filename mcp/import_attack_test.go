@@ -2,13 +2,16 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolscope/toolscope/mcp"
+	"github.com/toolscope/toolscope/runtime"
 )
 
 // A server that flaps — it accepts every connection, then dies before the
@@ -50,4 +53,64 @@ func TestImport_Attack_FlappingServerSpendsTheAttempts(t *testing.T) {
 	}
 	recv(t, im.Done(), "Done")
 	requireGone(t, reg.Global(), im)
+}
+
+// Between a reconnect and the listing of the tools on the new session, a
+// call of a tool the new server may not have is not sent to it: it
+// answers CodeUnavailable, and once the tools are listed the tool is gone
+// (CodeUnknownTool) — never the new server's "unknown tool" error.
+func TestImport_Attack_CallsWaitForTheListingAfterReconnect(t *testing.T) {
+	p := newPipes(t)
+	server := newServer(nil)
+	textTool(server, "fine", "fine")
+	textTool(server, "other", "other")
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cs, kill, err := p.connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var sent atomic.Int32
+	h := hostile{
+		list: func(string) string {
+			listing <- struct{}{}
+			<-release
+			return toolList("", `{"name":"fine","inputSchema":{"type":"object"}}`)
+		},
+		call: func(name string, _ json.RawMessage) string {
+			sent.Add(1)
+			if name != "fine" {
+				return `!{"code":-32602,"message":"unknown tool"}`
+			}
+			return `{"content":[{"type":"text","text":"new fine"}]}`
+		},
+	}
+	var made atomic.Int32
+	connect := func(context.Context) (*sdk.ClientSession, error) {
+		if made.Add(1) > 1 {
+			return nil, errors.New("no server")
+		}
+		return connectHostile(t, h), nil
+	}
+	reg := newRegistry(t)
+	im := mustImport(t, reg.Global(), cs, mcp.WithReconnect(connect, fastBackoff))
+	kill()
+	recv(t, listing, "the listing on the new session")
+	if res := execute(t, reg.Global(), "other", `{}`); res.Code() != mcp.CodeUnavailable {
+		close(release)
+		t.Fatalf("a call while the tools are listed: code %q (%s), want MCP_UNAVAILABLE", res.Code(), res.ErrorMessage())
+	}
+	close(release)
+	eventually(t, "other to be disposed", func() bool { return !slices.Contains(im.Tools(), "other") })
+	if res := execute(t, reg.Global(), "other", `{}`); res.Code() != runtime.CodeUnknownTool {
+		t.Fatalf("after the listing: code %q", res.Code())
+	}
+	if res := execute(t, reg.Global(), "fine", `{}`); res.IsError() || res.Text() != "new fine" {
+		t.Fatalf("fine after the listing: %q %q", res.Code(), res.Text())
+	}
+	if n := sent.Load(); n != 1 {
+		t.Fatalf("%d calls reached the new server, want 1", n)
+	}
 }

@@ -54,9 +54,10 @@ func (b Backoff) wait(n int) time.Duration {
 // connect is asked for a new session, as policy says; once it gives one,
 // the tools are listed anew on it and the differences applied through the
 // same path as a re-sync (OnChange subscribers hear each change), and
-// calls go to the new session. If every attempt fails, the import ends as
-// it does without this option (see WithEndHandler), with the last
-// attempt's error. A new session counts as recovered once its tools were
+// calls go to the new session (until its tools are listed, they answer
+// CodeUnavailable: the new server may not have them). If every attempt
+// fails, the import ends as it does without this option (see
+// WithEndHandler), with the last attempt's error. A new session counts as recovered once its tools were
 // listed on it: one lost before that leaves the next recovery the attempts
 // (and waits) that are left, so a server that accepts connections and dies
 // at once ends the import after Attempts connections rather than flapping
@@ -108,6 +109,7 @@ type link struct {
 	cs       *sdk.ClientSession
 	own      bool // made by WithReconnect's connect: the import closes it
 	gone     atomic.Bool
+	listing  atomic.Bool  // a reconnected session whose tools are not listed yet: calls answer CodeUnavailable
 	failures atomic.Int32 // requests in a row that could not reach the server
 }
 
@@ -209,6 +211,7 @@ func (im *Imported) recover(l *link, cause error) error {
 			// The tools are listed anew on the new session. If it ends
 			// meanwhile, its own loss starts the next recovery.
 			err = im.sync(im.closeCtx, im.cfg.syncTimeout, false)
+			next.listing.Store(false)
 			if err == nil {
 				im.mu.Lock()
 				if im.link.Load() == next {
@@ -268,7 +271,9 @@ func (im *Imported) connect() (*link, error) {
 	if m.cs == nil {
 		return nil, errors.New("connect returned no session")
 	}
-	return &link{cs: m.cs, own: true}, nil
+	l := &link{cs: m.cs, own: true}
+	l.listing.Store(true)
+	return l, nil
 }
 
 // swap makes next, made by attempt n, the import's session in place of
