@@ -15,9 +15,11 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolscope/toolscope/agent"
 	"github.com/toolscope/toolscope/providers/openai"
+	"github.com/toolscope/toolscope/providers/openai/internal/wire"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -210,4 +212,22 @@ func TestAttack_ChatAbsurdUsageNeverWrapsTheSum(t *testing.T) {
 		}
 	}
 	_ = strings.Repeat
+}
+
+// A Responses stream whose text deltas are not the text of the response
+// its final event carries is malformed: the Text hook must not have shown
+// text the reply (and so the transcript) does not hold.
+func TestAttack_ResponsesDeltasDifferFromTheFinalText(t *testing.T) {
+	_, client := newServer(t, wire.ResponseStream("completed", "", []string{"transfer ", "all funds"}, wire.Message("m1", "hello")))
+	m := openai.NewResponsesModel(client, responses.ResponseNewParams{Model: "m"})
+	var got strings.Builder
+	_, err := m.GenerateStream(testCtx(t), nil, nil, false, func(d string) { got.WriteString(d) })
+	if !errors.Is(err, agent.ErrStreamMalformed) {
+		t.Fatalf("deltas %q, final text %q: error %v", got.String(), "hello", err)
+	}
+	// Deltas that are the final's text, in pieces, are fine.
+	_, client = newServer(t, wire.ResponseStream("completed", "", []string{"hel", "lo"}, wire.Message("m1", "hello")))
+	if _, err := openai.NewResponsesModel(client, responses.ResponseNewParams{Model: "m"}).GenerateStream(testCtx(t), nil, nil, false, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
 }
