@@ -86,7 +86,6 @@ func TestAttack_ChatTrickleStreamEndsWithTheCtx(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no delta delivered")
 	}
-	client.Options = nil
 	goroutinesSettle(t, before+4) // the test server's idle connection may stay
 }
 
@@ -211,7 +210,6 @@ func TestAttack_ChatAbsurdUsageNeverWrapsTheSum(t *testing.T) {
 			t.Fatalf("sum %+v below a step's %+v", u, s)
 		}
 	}
-	_ = strings.Repeat
 }
 
 // A Responses stream whose text deltas are not the text of the response
@@ -230,4 +228,42 @@ func TestAttack_ResponsesDeltasDifferFromTheFinalText(t *testing.T) {
 	if _, err := openai.NewResponsesModel(client, responses.ResponseNewParams{Model: "m"}).GenerateStream(testCtx(t), nil, nil, false, func(string) {}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A Text hook that panics mid-stream panics Run's caller; the stream's
+// connection is closed on the way out, so the server sees the client go
+// and nothing is left running.
+func TestAttack_PanickingTextHookClosesTheStream(t *testing.T) {
+	before := goruntime.NumGoroutine()
+	left := make(chan struct{})
+	client := sseServer(t, func(w http.ResponseWriter, r *http.Request) {
+		defer close(left)
+		f := w.(http.Flusher)
+		for {
+			fmt.Fprintf(w, "data: %s\n\n", chunkJSON(map[string]any{"index": 0, "delta": map[string]any{"content": "."}}))
+			f.Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	reg := newRegistry(t)
+	m := openai.NewChatModel(client, oai.ChatCompletionNewParams{Model: "m"})
+	got := func() (p any) {
+		defer func() { p = recover() }()
+		_, _ = agent.Run(testCtx(t), reg.Global(), m, []oai.ChatCompletionMessageParamUnion{oai.UserMessage("hi")},
+			agent.WithHooks(agent.Hooks[oai.ChatCompletionMessageParamUnion]{Text: func(*agent.Step[oai.ChatCompletionMessageParamUnion], string) { panic("text hook") }}))
+		return nil
+	}()
+	if got != "text hook" {
+		t.Fatalf("recovered %v", got)
+	}
+	select {
+	case <-left:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server never saw the client go")
+	}
+	goroutinesSettle(t, before+4)
 }
