@@ -267,3 +267,26 @@ func TestAttack_PanickingTextHookClosesTheStream(t *testing.T) {
 	}
 	goroutinesSettle(t, before+4)
 }
+
+// A non-streamed reply whose body trickles forever ends with the ctx.
+func TestAttack_ChatGenerateTrickleBodyEndsWithTheCtx(t *testing.T) {
+	client := sseServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"`))
+		for {
+			w.Write([]byte("a"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	defer cancel()
+	_, err := openai.NewChatModel(client, oai.ChatCompletionNewParams{Model: "m"}).Generate(ctx, nil, nil, false)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v", err)
+	}
+}
