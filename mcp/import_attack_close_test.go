@@ -54,3 +54,46 @@ func TestImport_Attack_CloseDoesNotWaitForAConnectIgnoringItsCtx(t *testing.T) {
 	go func() { done <- s.Wait() }()
 	recv(t, done, "the late session to be closed")
 }
+
+// A change subscriber that blocks (until the test ends) while hearing a
+// change of the re-sync after a reconnect does not hold Close, nor does
+// an end handler or a sync error handler that blocks.
+func TestImport_Attack_BlockingHandlersDoNotHoldClose(t *testing.T) {
+	p := newPipes(t)
+	server := newServer(nil)
+	textTool(server, "fine", "fine")
+	other := newServer(nil)
+	textTool(other, "fine", "changed") // a changed tool: the re-sync replaces it
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cs, kill, err := p.connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := func(ctx context.Context) (*sdk.ClientSession, error) {
+		cs, _, err := p.connect(ctx, other)
+		return cs, err
+	}
+	reg := newRegistry(t)
+	block := make(chan struct{})
+	defer close(block)
+	im := mustImport(t, reg.Global(), cs, mcp.WithReconnect(connect, fastBackoff),
+		mcp.WithEndHandler(func(error) { <-block }), mcp.WithSyncErrorHandler(func(error) { <-block }))
+	hearing := make(chan struct{}, 1)
+	if _, err := reg.Global().OnChange(func(context.Context) error {
+		select {
+		case hearing <- struct{}{}:
+		default:
+		}
+		<-block
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	kill()
+	recv(t, hearing, "the subscriber to hear the re-sync's change")
+	closed := make(chan struct{})
+	go func() { im.Close(); close(closed) }()
+	recv(t, closed, "Close while a subscriber blocks")
+	recv(t, im.Done(), "Done")
+}
