@@ -127,3 +127,33 @@ func TestAttack_ToolBlocksHostileAndMany(t *testing.T) {
 		t.Fatalf("%d calls, %v", len(reply.Calls), err)
 	}
 }
+
+// One enormous event past the default bound (a single line the SSE
+// decoder cannot hold) is ErrReplyTooLarge, as a stream of many events
+// past it is.
+func TestAttack_EnormousSingleEventIsTooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 33 MiB")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`)
+		big := strings.Repeat("A", 1<<20)
+		for range 33 {
+			if _, err := fmt.Fprint(w, big); err != nil {
+				return
+			}
+		}
+		fmt.Fprint(w, "\"}}\n\n")
+	}))
+	defer srv.Close()
+	client := sdk.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("k"), option.WithMaxRetries(0), option.WithHTTPClient(srv.Client()))
+	m, err := anthropic.New(client, sdk.MessageNewParams{Model: "m", MaxTokens: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.GenerateStream(context.Background(), []sdk.MessageParam{userText("x")}, nil, false, func(string) {})
+	if !errors.Is(err, agent.ErrReplyTooLarge) {
+		t.Fatalf("error %v", err)
+	}
+}

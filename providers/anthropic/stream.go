@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -94,6 +95,10 @@ func streamErr(ctx context.Context, err error) error {
 		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: %v", agent.ErrStreamIncomplete, err)
+	case errors.Is(err, bufio.ErrTooLong):
+		// One line past the SDK's decoder (32 MiB): too large, whatever
+		// the bound, which the line may not have passed yet.
+		return fmt.Errorf("%w: one event past the SSE decoder's line bound: %v", agent.ErrReplyTooLarge, err)
 	}
 	return fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err)
 }

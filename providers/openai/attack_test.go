@@ -290,3 +290,27 @@ func TestAttack_ChatGenerateTrickleBodyEndsWithTheCtx(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// One enormous event past the default bound (a single line the SSE
+// decoder cannot hold) is ErrReplyTooLarge, as a stream of many events
+// past it is.
+func TestAttack_ChatEnormousSingleEventIsTooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 33 MiB")
+	}
+	client := sseServer(t, func(w http.ResponseWriter, r *http.Request) {
+		big := strings.Repeat("A", 1<<20)
+		fmt.Fprint(w, `data: {"id":"x","choices":[{"index":0,"delta":{"content":"`)
+		for range 33 {
+			if _, err := fmt.Fprint(w, big); err != nil {
+				return
+			}
+		}
+		fmt.Fprint(w, "\"}}]}\n\n")
+	})
+	m := openai.NewChatModel(client, oai.ChatCompletionNewParams{Model: "m"})
+	_, err := m.GenerateStream(testCtx(t), nil, nil, false, func(string) {})
+	if !errors.Is(err, agent.ErrReplyTooLarge) {
+		t.Fatalf("error %v", err)
+	}
+}
