@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -96,4 +97,37 @@ func TestImport_Attack_BlockingHandlersDoNotHoldClose(t *testing.T) {
 	go func() { im.Close(); close(closed) }()
 	recv(t, closed, "Close while a subscriber blocks")
 	recv(t, im.Done(), "Done")
+}
+
+// A connect that closes the import (a program giving up from inside its
+// own dial) does not deadlock: Close waits for the recovery, which no
+// longer waits for connect past its ctx.
+func TestImport_Attack_ConnectMayClose(t *testing.T) {
+	p := newPipes(t)
+	server := newServer(nil)
+	textTool(server, "fine", "fine")
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cs, kill, err := p.connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var im *mcp.Imported
+	ready := make(chan struct{})
+	returned := make(chan struct{})
+	connect := func(context.Context) (*sdk.ClientSession, error) {
+		<-ready
+		im.Close()
+		close(returned)
+		return nil, errors.New("gave up")
+	}
+	reg := newRegistry(t)
+	im = mustImport(t, reg.Global(), cs, mcp.WithReconnect(connect, mcp.Backoff{Attempts: 1, Max: time.Hour}))
+	close(ready)
+	kill()
+	recv(t, returned, "Close called from connect to return")
+	recv(t, im.Done(), "Done")
+	if !errors.Is(im.Err(), mcp.ErrImportClosed) {
+		t.Fatalf("Err: %v", im.Err())
+	}
 }
