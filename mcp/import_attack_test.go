@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -113,4 +114,56 @@ func TestImport_Attack_CallsWaitForTheListingAfterReconnect(t *testing.T) {
 	if n := sent.Load(); n != 1 {
 		t.Fatalf("%d calls reached the new server, want 1", n)
 	}
+}
+
+// A reconnected session whose listing the import refuses (past
+// WithListLimits) but whose server answers has recovered: its later loss
+// has every attempt again. (Only a session lost before its tools could be
+// listed spends the attempts of the next recovery.)
+func TestImport_Attack_AnsweringSessionRecoversTheAttempts(t *testing.T) {
+	p := newPipes(t)
+	server := newServer(nil)
+	textTool(server, "fine", "fine")
+	crowded := newServer(nil)
+	textTool(crowded, "fine", "fine")
+	textTool(crowded, "more", "more") // past WithListLimits(1, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cs, kill, err := p.connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made atomic.Int32
+	kills := make(chan func(), 4)
+	connect := func(ctx context.Context) (*sdk.ClientSession, error) {
+		if made.Add(1) > 2 {
+			return nil, errors.New("no server")
+		}
+		cs, kill, err := p.connect(ctx, crowded)
+		if err == nil {
+			kills <- kill
+		}
+		return cs, err
+	}
+	reg := newRegistry(t)
+	syncErr := make(chan error, 4)
+	ended := make(chan error, 1)
+	im := mustImport(t, reg.Global(), cs, mcp.WithListLimits(1, 1), mcp.WithReconnect(connect, mcp.Backoff{Attempts: 1, Initial: time.Millisecond, Max: time.Millisecond}),
+		mcp.WithSyncErrorHandler(func(err error) { syncErr <- err }), mcp.WithEndHandler(func(err error) { ended <- err }))
+	kill()
+	recv(t, syncErr, "the re-sync after reconnecting to fail on the limits")
+	if res := execute(t, reg.Global(), "fine", `{}`); res.IsError() {
+		t.Fatalf("fine on the reconnected session: %q %s", res.Code(), res.ErrorMessage())
+	}
+	recv(t, kills, "the first reconnect's kill")()
+	recv(t, syncErr, "the second reconnect's re-sync")
+	if n := made.Load(); n != 2 {
+		t.Fatalf("%d connects, want 2: the answering session's loss had no attempt left", n)
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("ended: %v", err)
+	default:
+	}
+	_ = im
 }

@@ -57,13 +57,14 @@ func (b Backoff) wait(n int) time.Duration {
 // calls go to the new session (until its tools are listed, they answer
 // CodeUnavailable: the new server may not have them). If every attempt
 // fails, the import ends as it does without this option (see
-// WithEndHandler), with the last attempt's error. A new session counts as recovered once its tools were
-// listed on it: one lost before that leaves the next recovery the attempts
-// (and waits) that are left, so a server that accepts connections and dies
-// at once ends the import after Attempts connections rather than flapping
-// forever. Each attempt is bounded by WithSyncTimeout and ended by
-// Close: connect is given a ctx that ends then, and one that ignores it
-// is not waited for (Close returns; a session it returns late is closed).
+// WithEndHandler), with the last attempt's error. A new session counts as
+// recovered once its server answered the listing of its tools: one lost
+// before that leaves the next recovery the attempts (and waits) that are
+// left, so a server that accepts connections and dies at once ends the
+// import after Attempts connections rather than flapping forever. Each
+// attempt is bounded by WithSyncTimeout and ended by Close: connect is
+// given a ctx that ends then, and one that ignores it is not waited for
+// (Close returns; a session it returns late is closed).
 // connect must return a session of a client made with
 // ToolListChangedHandler, as for Import; the sessions it returns are the
 // import's: it closes them when it replaces or ends them. (The session
@@ -212,10 +213,12 @@ func (im *Imported) recover(l *link, cause error) error {
 			// meanwhile, its own loss starts the next recovery.
 			err = im.sync(im.closeCtx, im.cfg.syncTimeout, false)
 			next.listing.Store(false)
-			if err == nil {
+			if err == nil || (!next.gone.Load() && !isGone(err)) {
+				// The server answered the listing (even one the import
+				// refuses): recovered, a later loss has every attempt again.
 				im.mu.Lock()
 				if im.link.Load() == next {
-					im.spent = 0 // recovered: a later loss has every attempt again
+					im.spent = 0
 				}
 				im.mu.Unlock()
 			}
