@@ -161,3 +161,21 @@ func TestRun_Attack_PanickingHookLeavesNothing(t *testing.T) {
 		require.Equal(t, "hook "+point, got)
 	}
 }
+
+// Steering after the model's answer on the last allowed step ends the
+// loop with StepLimit (the model is not asked again), the steered message
+// appended.
+func TestRun_Attack_SteeringAtTheLastStepIsTheStepLimit(t *testing.T) {
+	s := newScope(t)
+	m := &script{reply: func(int, step) (agent.Reply[msg], error) { return answer("done"), nil }}
+	h := agent.Hooks[msg]{AfterModel: func(_ context.Context, st *agent.Step[msg]) error {
+		st.Steer(msg{Role: "user", Text: "one more thing"})
+		return nil
+	}}
+	out, err := run(t, context.Background(), s, m, nil, agent.WithMaxSteps(2), agent.WithHooks(h))
+	require.NoError(t, err)
+	require.Equal(t, agent.StepLimit, out.Stop)
+	require.Equal(t, 2, out.Steps)
+	require.Len(t, m.steps, 2)
+	require.Equal(t, msg{Role: "user", Text: "one more thing"}, out.Transcript[len(out.Transcript)-1])
+}
