@@ -69,7 +69,9 @@ const (
 	// Stopped: a Hooks function returned ErrStop. What the step had done
 	// before it is kept (see Hooks for each point).
 	Stopped StopReason = "stopped"
-	// StepLimit: the model asked for tools on every one of MaxSteps steps.
+	// StepLimit: MaxSteps steps ran and the loop would have asked the
+	// model again: it asked for tools on every one, or steering (R99)
+	// followed its last answer.
 	StepLimit StopReason = "step_limit"
 	// Failed: the model, the adapter or the turn returned an error, or the
 	// model's reply was refused (ErrInvalidReply: nothing of it ran or was
@@ -84,7 +86,8 @@ type Outcome[M any] struct {
 	Transcript []M
 	// Stop says why the loop stopped.
 	Stop StopReason
-	// Steps counts the model requests made.
+	// Steps counts the steps begun: the model requests made, and a step
+	// a BeforeModel hook stopped before its request.
 	Steps int
 	// Turns holds each step's turn result, in order.
 	Turns []*runtime.TurnResult

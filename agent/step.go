@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -28,15 +29,27 @@ type Usage struct {
 	TotalTokens int64
 }
 
-// Add returns the field-by-field sum of u and v.
+// Add returns the field-by-field sum of u and v. A negative field (a
+// provider's nonsense: a count cannot be negative) counts as 0, and a sum
+// past math.MaxInt64 stays at math.MaxInt64, so a sum never decreases nor
+// wraps: a budget checked against it cannot be fooled by a reply's usage.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{
-		InputTokens:       u.InputTokens + v.InputTokens,
-		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
-		OutputTokens:      u.OutputTokens + v.OutputTokens,
-		ReasoningTokens:   u.ReasoningTokens + v.ReasoningTokens,
-		TotalTokens:       u.TotalTokens + v.TotalTokens,
+		InputTokens:       addTokens(u.InputTokens, v.InputTokens),
+		CachedInputTokens: addTokens(u.CachedInputTokens, v.CachedInputTokens),
+		OutputTokens:      addTokens(u.OutputTokens, v.OutputTokens),
+		ReasoningTokens:   addTokens(u.ReasoningTokens, v.ReasoningTokens),
+		TotalTokens:       addTokens(u.TotalTokens, v.TotalTokens),
 	}
+}
+
+// addTokens is a + b with negatives as 0, saturating at math.MaxInt64.
+func addTokens(a, b int64) int64 {
+	a, b = max(a, 0), max(b, 0)
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // StreamingModel is a Model that can deliver the text of its reply as it is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -343,4 +344,30 @@ func ExampleWithHooks() {
 	// step 1 used 120 tokens
 	// step 2 used 120 tokens
 	// answered 2 240 4
+}
+
+// A provider's absurd usage — negative, or so large the sum wraps —
+// never makes the outcome's usage negative or smaller than a step's.
+func TestRun_Item9_AbsurdUsageNeverWrapsTheSum(t *testing.T) {
+	s := newScope(t)
+	register(t, s, def(readTool()))
+	huge := agent.Usage{InputTokens: math.MaxInt64 - 1, OutputTokens: 10, TotalTokens: math.MaxInt64}
+	negative := agent.Usage{InputTokens: -5, OutputTokens: -7, TotalTokens: -12, CachedInputTokens: -1, ReasoningTokens: -1}
+	m := &script{reply: func(n int, _ step) (agent.Reply[msg], error) {
+		r := callTools(runtime.TurnCall{ID: fmt.Sprint("r", n), Name: "read", ArgumentsText: `{"path":"a"}`})
+		switch n {
+		case 1:
+			r.Usage = huge
+		case 2:
+			r.Usage = negative
+		default:
+			r = answer("done")
+			r.Usage = huge
+		}
+		return r, nil
+	}}
+	out, err := run(t, context.Background(), s, m, nil)
+	require.NoError(t, err)
+	require.Equal(t, agent.Usage{InputTokens: math.MaxInt64, OutputTokens: 20, TotalTokens: math.MaxInt64}, out.Usage)
+	require.Equal(t, agent.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}, agent.Usage{InputTokens: 3, OutputTokens: 4, TotalTokens: 7}.Add(negative))
 }

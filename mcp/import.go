@@ -213,6 +213,7 @@ type Imported struct {
 	skipped    []Skipped
 	wg         sync.WaitGroup // the re-sync and recovery goroutines
 	losing     bool           // a recovery (reconnect or end) is under way
+	spent      int            // reconnect attempts spent since a session whose server answered its listing
 	ending     bool           // the import is ending because its server is gone
 	disposing  bool           // the teardown is disposing the tools
 	endErr     error          // why the import ended (Err)

@@ -101,6 +101,11 @@ func (c *caller) execute(ctx context.Context, args json.RawMessage, rc *runtime.
 	if l.gone.Load() {
 		return nil, unavailable("the session is closed")
 	}
+	if l.listing.Load() {
+		// The server may no longer have this tool: it is sent nothing
+		// until the tools were listed on its new session.
+		return nil, unavailable("reconnected: the tools are being listed on the new session")
+	}
 	var arguments any = args
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		arguments = nil // CallTool sends {}

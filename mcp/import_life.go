@@ -54,10 +54,18 @@ func (b Backoff) wait(n int) time.Duration {
 // connect is asked for a new session, as policy says; once it gives one,
 // the tools are listed anew on it and the differences applied through the
 // same path as a re-sync (OnChange subscribers hear each change), and
-// calls go to the new session. If every attempt fails, the import ends as
-// it does without this option (see WithEndHandler), with the last
-// attempt's error. Each attempt is bounded by WithSyncTimeout and ended by
-// Close. connect must return a session of a client made with
+// calls go to the new session (until its tools are listed, they answer
+// CodeUnavailable: the new server may not have them). If every attempt
+// fails, the import ends as it does without this option (see
+// WithEndHandler), with the last attempt's error. A new session counts as
+// recovered once its server answered the listing of its tools: one lost
+// before that leaves the next recovery the attempts (and waits) that are
+// left, so a server that accepts connections and dies at once ends the
+// import after Attempts connections rather than flapping forever. Each
+// attempt is bounded by WithSyncTimeout and ended by Close: connect is
+// given a ctx that ends then, and one that ignores it is not waited for
+// (Close returns; a session it returns late is closed).
+// connect must return a session of a client made with
 // ToolListChangedHandler, as for Import; the sessions it returns are the
 // import's: it closes them when it replaces or ends them. (The session
 // given to Import stays the caller's.) A session that ends because the
@@ -102,6 +110,7 @@ type link struct {
 	cs       *sdk.ClientSession
 	own      bool // made by WithReconnect's connect: the import closes it
 	gone     atomic.Bool
+	listing  atomic.Bool  // a reconnected session whose tools are not listed yet: calls answer CodeUnavailable
 	failures atomic.Int32 // requests in a row that could not reach the server
 }
 
@@ -170,7 +179,15 @@ func (im *Imported) lost(l *link, cause error) {
 // error the import ended with, or nil (reconnected, or closed meanwhile).
 func (im *Imported) recover(l *link, cause error) error {
 	if im.cfg.reconnect != nil {
-		for n := 1; n <= im.cfg.backoff.Attempts; n++ {
+		// A recovery whose session was lost before its tools were listed
+		// on it did not recover: the next one goes on with its attempts
+		// (and waits), so a server that accepts and dies at once ends
+		// the import after Attempts connections instead of flapping
+		// forever.
+		im.mu.Lock()
+		spent := im.spent
+		im.mu.Unlock()
+		for n := spent + 1; n <= im.cfg.backoff.Attempts; n++ {
 			t := time.NewTimer(im.cfg.backoff.wait(n))
 			select {
 			case <-t.C:
@@ -186,7 +203,7 @@ func (im *Imported) recover(l *link, cause error) error {
 				cause = fmt.Errorf("reconnect attempt %d of %d: %w", n, im.cfg.backoff.Attempts, err)
 				continue
 			}
-			if !im.swap(l, next) {
+			if !im.swap(l, next, n) {
 				return nil // closed meanwhile
 			}
 			if l.own {
@@ -195,6 +212,16 @@ func (im *Imported) recover(l *link, cause error) error {
 			// The tools are listed anew on the new session. If it ends
 			// meanwhile, its own loss starts the next recovery.
 			err = im.sync(im.closeCtx, im.cfg.syncTimeout, false)
+			next.listing.Store(false)
+			if err == nil || (!next.gone.Load() && !isGone(err)) {
+				// The server answered the listing (even one the import
+				// refuses): recovered, a later loss has every attempt again.
+				im.mu.Lock()
+				if im.link.Load() == next {
+					im.spent = 0
+				}
+				im.mu.Unlock()
+			}
 			if err != nil && !errors.Is(err, ErrImportClosed) && !next.gone.Load() && im.cfg.onError != nil {
 				// Reconnected; the tools stay as they were listed before.
 				go im.cfg.onError(fmt.Errorf("mcp: re-sync after reconnecting: %w", err))
@@ -206,26 +233,55 @@ func (im *Imported) recover(l *link, cause error) error {
 }
 
 // connect asks WithReconnect's connect for a new session, bounded by
-// WithSyncTimeout and by Close.
+// WithSyncTimeout and by Close. A connect that ignores its ctx is not
+// waited for past it: it runs on, and a session it returns late is closed.
 func (im *Imported) connect() (*link, error) {
 	ctx, cancel := context.WithTimeout(im.closeCtx, im.cfg.syncTimeout)
 	defer cancel()
-	cs, err := im.cfg.reconnect(ctx)
-	if err != nil {
-		if cs != nil {
-			_ = cs.Close()
-		}
-		return nil, err
+	type made struct {
+		cs  *sdk.ClientSession
+		err error
 	}
-	if cs == nil {
+	got := make(chan made) // unbuffered: once abandoned, the session is closed, not left in a buffer
+	abandoned := make(chan struct{})
+	go func() {
+		cs, err := im.cfg.reconnect(ctx)
+		select {
+		case got <- made{cs, err}:
+		case <-abandoned:
+			if cs != nil {
+				_ = cs.Close()
+			}
+		}
+	}()
+	var m made
+	select {
+	case m = <-got:
+	case <-ctx.Done():
+		select {
+		case m = <-got: // it answered as its ctx ended
+		default:
+			close(abandoned)
+			return nil, fmt.Errorf("connect did not return when its ctx ended: %w", ctx.Err())
+		}
+	}
+	if m.err != nil {
+		if m.cs != nil {
+			_ = m.cs.Close()
+		}
+		return nil, m.err
+	}
+	if m.cs == nil {
 		return nil, errors.New("connect returned no session")
 	}
-	return &link{cs: cs, own: true}, nil
+	l := &link{cs: m.cs, own: true}
+	l.listing.Store(true)
+	return l, nil
 }
 
-// swap makes next the import's session in place of old, unless the import
-// was closed (it then closes next).
-func (im *Imported) swap(old, next *link) bool {
+// swap makes next, made by attempt n, the import's session in place of
+// old, unless the import was closed (it then closes next).
+func (im *Imported) swap(old, next *link, n int) bool {
 	im.mu.Lock()
 	if im.closed {
 		im.mu.Unlock()
@@ -234,7 +290,7 @@ func (im *Imported) swap(old, next *link) bool {
 	}
 	unwatch(im, old.cs)
 	im.link.Store(next)
-	im.losing = false
+	im.losing, im.spent = false, n
 	watch(im, next.cs)
 	im.mu.Unlock()
 	im.follow(next)

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,11 +22,15 @@ var _ agent.StreamingModel[sdk.MessageParam] = (*Model)(nil)
 // tokens written to and read from the cache apart from input_tokens, so
 // they are added in.
 func usage(u sdk.Usage) agent.Usage {
-	in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	// Summed as agent.Usage.Add sums (a negative count as 0, saturating),
+	// so a hostile count cannot wrap the total negative.
+	in := agent.Usage{InputTokens: u.InputTokens}.
+		Add(agent.Usage{InputTokens: u.CacheCreationInputTokens}).
+		Add(agent.Usage{InputTokens: u.CacheReadInputTokens}).InputTokens
 	return agent.Usage{
 		InputTokens: in, CachedInputTokens: u.CacheReadInputTokens,
 		OutputTokens: u.OutputTokens, ReasoningTokens: u.OutputTokensDetails.ThinkingTokens,
-		TotalTokens: in + u.OutputTokens,
+		TotalTokens: agent.Usage{TotalTokens: in}.Add(agent.Usage{TotalTokens: u.OutputTokens}).TotalTokens,
 	}
 }
 
@@ -48,6 +53,13 @@ func (m *Model) GenerateStream(ctx context.Context, transcript []sdk.MessagePara
 		ev := stream.Current()
 		if !started && ev.Type != "message_start" {
 			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: %q before message_start", agent.ErrStreamMalformed, ev.Type))
+		}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" &&
+			(ev.Index < 0 || ev.Index >= int64(len(msg.Content)) || msg.Content[ev.Index].Type != "text") {
+			// Accumulate would add it to a block that is not text (where
+			// the reply shows none of it): text the reply does not have
+			// must not reach the Text hook either.
+			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: a text_delta for content block %d, which is not an open text block", agent.ErrStreamMalformed, ev.Index))
 		}
 		if err := msg.Accumulate(ev); err != nil {
 			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err))
@@ -83,6 +95,10 @@ func streamErr(ctx context.Context, err error) error {
 		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: %v", agent.ErrStreamIncomplete, err)
+	case errors.Is(err, bufio.ErrTooLong):
+		// One line past the SDK's decoder (32 MiB): too large, whatever
+		// the bound, which the line may not have passed yet.
+		return fmt.Errorf("%w: one event past the SSE decoder's line bound: %v", agent.ErrReplyTooLarge, err)
 	}
 	return fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err)
 }

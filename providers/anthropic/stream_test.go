@@ -183,6 +183,9 @@ func FuzzGenerateStream(f *testing.F) {
 	f.Add([]byte(sse("error", `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`)))
 	f.Add([]byte("event: message_start\ndata: {\n\n"))
 	f.Add([]byte(""))
+	// A text_delta into a tool_use block: text the reply would not hold.
+	f.Add([]byte(strings.Replace(streamed("tool_use", nil, "toolu_1", "read", `{"path":"x"}`),
+		`{"type":"input_json_delta","partial_json":"{\"path"}`, `{"type":"text_delta","text":"x"}`, 1)))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		client := sdk.NewClient(option.WithBaseURL("http://model.invalid/"), option.WithAPIKey("k"), option.WithMaxRetries(0),
 			option.WithHTTPClient(&http.Client{Transport: sseTransport{body}}))

@@ -1,12 +1,14 @@
 package openai
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	oai "github.com/openai/openai-go/v3"
@@ -127,6 +129,10 @@ func streamErr(ctx context.Context, err error) error {
 		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: %v", agent.ErrStreamIncomplete, err)
+	case errors.Is(err, bufio.ErrTooLong):
+		// One line past the SDK's decoder (32 MiB): too large, whatever
+		// the bound, which the line may not have passed yet.
+		return fmt.Errorf("%w: one event past the SSE decoder's line bound: %v", agent.ErrReplyTooLarge, err)
 	}
 	return fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err)
 }
@@ -177,10 +183,11 @@ func (m *ChatModel) GenerateStream(ctx context.Context, transcript []oai.ChatCom
 // response.output_text.delta events reach text as they arrive, and the
 // reply is built from the response the final event carries
 // (response.completed, response.incomplete or response.failed), so it is
-// the one Generate returns for the same response. A stream that ends
-// without a final event is agent.ErrStreamIncomplete; an error event is
-// returned as a *ResponseFailedError; the size is bounded as Generate's
-// reply is (WithMaxReplyBytes).
+// the one Generate returns for the same response; deltas that are not
+// the final response's text make the stream agent.ErrStreamMalformed. A
+// stream that ends without a final event is agent.ErrStreamIncomplete; an
+// error event is returned as a *ResponseFailedError; the size is bounded
+// as Generate's reply is (WithMaxReplyBytes).
 func (m *ResponsesModel) GenerateStream(ctx context.Context, transcript []responses.ResponseInputItemUnionParam, tools []runtime.ToolSchema, parallel bool, text func(delta string)) (agent.Reply[responses.ResponseInputItemUnionParam], error) {
 	var reply agent.Reply[responses.ResponseInputItemUnionParam]
 	if m == nil || m.client == nil {
@@ -191,12 +198,16 @@ func (m *ResponsesModel) GenerateStream(ctx context.Context, transcript []respon
 	stream := m.client.Responses.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
 	defer stream.Close()
 	var final *responses.Response
+	var streamed strings.Builder // the deltas, checked against the final text
 	for final == nil && stream.Next() {
 		ev := stream.Current()
 		switch ev.Type {
 		case "response.output_text.delta":
-			if text != nil && ev.Delta != "" {
-				text(ev.Delta)
+			if ev.Delta != "" {
+				streamed.WriteString(ev.Delta)
+				if text != nil {
+					text(ev.Delta)
+				}
 			}
 		case "response.completed", "response.incomplete", "response.failed":
 			var r struct {
@@ -216,5 +227,26 @@ func (m *ResponsesModel) GenerateStream(ctx context.Context, transcript []respon
 	if final == nil {
 		return reply, fmt.Errorf("%w: no response.completed, response.incomplete or response.failed event", agent.ErrStreamIncomplete)
 	}
+	if final.Status != responses.ResponseStatusFailed && streamed.Len() > 0 && streamed.String() != outputText(final) {
+		// The reply is the final response's; text streamed that it does
+		// not hold must not pass for it.
+		return reply, fmt.Errorf("%w: the text streamed (%d bytes) is not the text of the final response", agent.ErrStreamMalformed, streamed.Len())
+	}
 	return m.reply(final, names)
+}
+
+// outputText is the text of a response's output_text parts, in order.
+func outputText(r *responses.Response) string {
+	var b strings.Builder
+	for _, item := range r.Output {
+		if item.Type != "message" {
+			continue
+		}
+		for _, c := range item.Content {
+			if c.Type == "output_text" {
+				b.WriteString(c.Text)
+			}
+		}
+	}
+	return b.String()
 }
