@@ -8,7 +8,7 @@
 #   - root: toolscope next to the model and MCP SDKs, tidied; fails when
 #     toolscope's go.mod lets protoactor pin an OpenTelemetry SDK older than
 #     the API those SDKs bring (issue 12, item 10);
-#   - mcp, openai, anthropic, gemini: one nested module alone, so the root
+#   - mcp, openai, anthropic, gemini, cluster: one nested module alone, so the root
 #     must resolve through that module's own requirement;
 #   - `go install .../mcp/cmd/toolscope-mcp@VERSION`, which the go command
 #     refuses for a module whose go.mod has replace directives.
@@ -73,6 +73,7 @@ consumer mcp github.com/toolscope/toolscope/mcp@"$version"
 consumer openai github.com/toolscope/toolscope/providers/openai@"$version"
 consumer anthropic github.com/toolscope/toolscope/providers/anthropic@"$version"
 consumer gemini github.com/toolscope/toolscope/providers/gemini@"$version"
+consumer cluster github.com/toolscope/toolscope/cluster@"$version"
 
 GOFLAGS= GOBIN="$tmp/bin" go install "github.com/toolscope/toolscope/mcp/cmd/toolscope-mcp@$version"
 [[ -x "$tmp/bin/toolscope-mcp" ]] || { echo "go install of toolscope-mcp@$version made no binary"; exit 1; }
