@@ -20,6 +20,12 @@ tmp="$(mktemp -d)"
 modcache="$(go env GOMODCACHE)"
 # What this script publishes must never linger in the module cache: a later
 # run (or a real release of the same version) would be served the stale copy.
+# One run at a time per module cache: another run's forget would delete
+# what this one extracted mid-build.
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$modcache/.toolscope-publish.lock"
+	flock -w 900 9 || { echo "another consumer/tidy run holds $modcache/.toolscope-publish.lock"; exit 1; }
+fi
 forget() {
 	chmod -R u+w "$modcache"/github.com/toolscope "$modcache"/cache/download/github.com/toolscope 2>/dev/null || true
 	rm -rf "$modcache"/github.com/toolscope "$modcache"/cache/download/github.com/toolscope
