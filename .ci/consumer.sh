@@ -54,6 +54,11 @@ proxy="$tmp/proxy"
 (cd "$here/modproxy" && GOWORK=off GOFLAGS=-mod=mod go run . -out "$proxy" -version "$version" "$root" . "${nested[@]}")
 
 export GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
+# The go command indexes a module-cache directory once per module@version
+# (in GOCACHE) and trusts it forever, as a published version never changes;
+# what is published here changes with every commit under the same version,
+# so the index is turned off for these runs.
+export GODEBUG=goindex=0
 export GOPROXY="file://$proxy,$(go env GOPROXY)"
 export GONOSUMDB=github.com/toolscope/toolscope
 

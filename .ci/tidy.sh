@@ -28,6 +28,11 @@ forget() {
 }
 trap 'forget; rm -rf "$tmp"' EXIT
 forget
+# The go command indexes a module-cache directory once per module@version
+# (in GOCACHE) and trusts it forever, as a published version never changes;
+# what is published here changes with every commit under the same version,
+# so the index is turned off for these runs.
+export GODEBUG=goindex=0
 for m in "${mods[@]}"; do
 	v="$(sed -n 's|^[[:space:]]*github.com/toolscope/toolscope \(v[^[:space:]]*\).*|\1|p' "$m/go.mod" | head -1)"
 	(cd .ci/modproxy && GOWORK=off GOFLAGS=-mod=mod go run . -out "$tmp/proxy" -version "$v" "$root" . >/dev/null)
