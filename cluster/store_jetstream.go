@@ -523,10 +523,30 @@ func (s *JetStreamStore) Load(ctx context.Context, l *Lease) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: store load %q: %w", l.Tree, err)
 	}
+	// A read writes nothing to fence it: the lease key is read after the
+	// state, so a state read while another activation held the tree is not
+	// handed over as this lease's.
+	if err := s.stillHeld(ctx, f); err != nil {
+		return nil, fmt.Errorf("cluster: store load %q (epoch %d): %w", l.Tree, l.Epoch, err)
+	}
 	if m == nil || isMarker(m) {
 		return nil, nil
 	}
 	return m.Data, nil
+}
+
+// stillHeld reads the lease key and reports ErrFenced unless it is where this
+// lease left it (or moved by this lease's own renewal whose answer was lost:
+// see checkLost). One round trip; f.mu is held.
+func (s *JetStreamStore) stillHeld(ctx context.Context, f *leaseFence) error {
+	m, err := s.last(ctx, f.subj)
+	if err != nil {
+		return err
+	}
+	if m != nil && !isMarker(m) && m.Sequence == f.rev.Load() {
+		return nil
+	}
+	return s.checkLost(ctx, f)
 }
 
 // Save implements Store: one fenced write of the state key.
