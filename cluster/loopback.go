@@ -48,3 +48,11 @@ func autoManaged(sys *actor.ActorSystem, ln net.Listener, refresh time.Duration,
 	})
 	return automanaged.NewWithTesting(refresh, healthPort, e, hosts...)
 }
+
+// AutoManagedListener is AutoManaged on a health listener already bound
+// (for example one inherited from a parent process, so no other process
+// can take the port between choosing and binding it). The provider closes
+// ln at Shutdown.
+func AutoManagedListener(sys *actor.ActorSystem, ln net.Listener, refresh time.Duration, hosts ...string) *automanaged.AutoManagedProvider {
+	return autoManaged(sys, ln, refresh, hosts...)
+}

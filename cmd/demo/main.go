@@ -18,9 +18,22 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 )
+
+// clusterPointer writes, for -cluster N (N>0), the command that runs the
+// demo on N member processes, and reports whether it did. The cluster demo
+// lives in the cluster module (cluster/cmd/demo-cluster) because it needs
+// NATS and protoactor's cluster, which the root module does not require.
+func clusterPointer(members int, w io.Writer) bool {
+	if members <= 0 {
+		return false
+	}
+	fmt.Fprintf(w, "demo: the cluster demo is its own command (the cluster module holds NATS): go run ./cluster/cmd/demo-cluster -members %d\n", members)
+	return true
+}
 
 func main() {
 	var cfg config
@@ -32,7 +45,11 @@ func main() {
 	flag.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics on http://ADDR/metrics while the demo runs (e.g. 127.0.0.1:9090)")
 	flag.DurationVar(&cfg.MetricsHold, "metrics-hold", 0, "with -metrics, keep serving /metrics this long after the run (e.g. 30s)")
 	flag.StringVar(&cfg.TraceFile, "trace", "", "write the run's spans to this file as OTLP JSON (loads in Jaeger UI)")
+	members := flag.Int("cluster", 0, "N>0: the cluster demo is a separate command (NATS lives in the cluster module, which this module does not import): print how to run it and exit 2")
 	flag.Parse()
+	if clusterPointer(*members, os.Stderr) {
+		os.Exit(2)
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "demo: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)

@@ -494,3 +494,13 @@ func TestBadFlags_MetricsHoldSaysWhatIsMissing(t *testing.T) {
 		}
 	}
 }
+
+func TestMain_ClusterFlagPointsAtTheClusterDemo(t *testing.T) {
+	var b strings.Builder
+	if clusterPointer(0, &b) || b.Len() != 0 {
+		t.Fatalf("-cluster 0 must run the local demo, wrote %q", b.String())
+	}
+	if !clusterPointer(3, &b) || !strings.Contains(b.String(), "go run ./cluster/cmd/demo-cluster -members 3") {
+		t.Fatalf("-cluster 3: %q", b.String())
+	}
+}
