@@ -34,8 +34,11 @@ type Options struct {
 	// RegistryOptions are added to the options of the registry under test
 	// (after the scenario's registry settings; declared timeouts apply by default).
 	RegistryOptions []runtime.Option
-	// EventWait bounds how long Run waits, once the last turn has returned,
-	// for the registry's events to be delivered (default 10 s).
+	// EventWait is not used: the report's call figures come from the
+	// registry's hooks, synchronous and never lost, so there is nothing to
+	// wait for once the registry has closed.
+	//
+	// Deprecated: it has no effect.
 	EventWait time.Duration
 	// Target, if set, provides the tools the calls go to instead of the
 	// simulated ones (see Target).
@@ -223,7 +226,10 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		regOpts = append(regOpts, runtime.WithMaxParallel(sc.Registry.MaxParallel))
 	}
 	env := newRunEnv(sc, opts)
+	col := newCollector(sc)
+	col.env = env
 	regOpts = append(regOpts, env.registryOptions()...)
+	regOpts = append(regOpts, runtime.WithHooks(col.hooks()))
 	regOpts = append(regOpts, opts.RegistryOptions...)
 	reg, err := runtime.New(regOpts...)
 	if err != nil {
@@ -269,13 +275,6 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	}
 
 	env.start()
-	col := newCollector(sc)
-	col.env = env
-	sub, err := reg.Subscribe(col.event, runtime.WithBuffer(1<<16))
-	if err != nil {
-		closeReg()
-		return nil, fmt.Errorf("load: subscribe: %w", err)
-	}
 
 	planned := int64(len(agents)) * int64(sc.Turns.PerAgent)
 	col.turnsPlanned = planned
@@ -359,16 +358,9 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	close(progressDone)
 	progressWG.Wait()
 
-	// Wait, bounded, for the events of every call made to arrive.
-	wait := opts.EventWait
-	if wait <= 0 {
-		wait = 10 * time.Second
-	}
-	col.awaitEvents(sub, wait)
-	sub.Close()
-	closeReg()
+	closeReg() // the calls in flight drain: every hook has run
 
-	rep := col.report(sc, len(agents), elapsed, sub.Dropped())
+	rep := col.report(sc, len(agents), elapsed)
 	env.annotate(rep)
 	switch {
 	case rep.Stall != "":
