@@ -53,6 +53,23 @@
 // runs' interval values (a run's own spread sets the bar; see Compare for
 // why this test), for the rest a fixed relative threshold.
 //
+// # Overhead
+//
+// The call figures (call latency and service, admission wait, per-tool
+// latency, the parallelism saved) come from the registry's hooks
+// (runtime.Hooks: CallFinished, CallAborted, TurnStart, TurnEnd), not from
+// an event subscription: the hooks run synchronously where the call ends,
+// are never dropped, and build, copy and queue nothing. A call's hook files
+// its figures with its turn, found through its agent (the agent's own
+// lock), and the turn moves them into the run's histograms when it returns,
+// under the one lock a turn takes; so no lock is shared by every call. With
+// a zero-latency tool, load.Run reaches OVERHEAD_FIGURE
+// (TestOverhead_Interleaved; BenchmarkOverhead_ZeroLatency for the two
+// sides alone). Most of what remains is the registry's own price for any
+// hook — it reads its clock for a call's entry, admission and dispatch
+// (bare loops with no-op hooks: HOOKS_FIGURE) — and the generator's drawing
+// and naming of every call.
+//
 // # Targets
 //
 // By default the calls go to simulated tools. A Target (Options.Target)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -199,15 +200,17 @@ func summarise(h *hdr.Histogram) Latency {
 // generator's goroutines, calls from the registry's hooks (hooks).
 //
 // The hooks are synchronous and run on the registry's goroutines, so they
-// do little: a call's hook finds its turn's turnAcc in its ctx (collector.turn
-// put it there) and appends what it measured to it, under the turn's own
-// lock; collector.turn moves the turn's calls into the run's histograms
-// when the turn returns, under the one lock it takes per turn anyway. No
-// event is built, copied or queued, and no lock is shared by every call.
+// do little: a call's hook finds its turn's turnAcc through its agent (the
+// call's scope key, then the turn's id, the call id up to its last '/')
+// and appends what it measured to it, under the agent's lock; collector.turn
+// moves the turn's calls into the run's histograms when the turn returns,
+// under the one lock it takes per turn anyway. No event is built, copied or
+// queued, no ctx is searched, and no lock is shared by every call.
 type collector struct {
 	env          *runEnv // the run's clock, record and replay (virtual.go, record.go)
 	start        time.Time
 	turnsPlanned int64
+	agents       map[string]*agent // by scope key; set before the first turn, then only read
 
 	turnsStarted, turnsDone, inFlight, maxInFlight atomic.Int64
 	calls, results, failures, turnErrors           atomic.Int64
@@ -229,16 +232,46 @@ type collector struct {
 	callIv    *hdr.Histogram // the calls ended since the last sample
 }
 
-// turnAccKey is the ctx key of a turn's turnAcc.
-type turnAccKey struct{}
-
 // turnAcc is one turn's measurements, gathered by the hooks while the turn
-// runs and moved into the collector when it returns.
+// runs and moved into the collector when it returns; its agent's accMu
+// guards it while it is the agent's (agent.accs).
 type turnAcc struct {
-	mu             sync.Mutex
-	closed         bool // the turn returned: a later call goes to the collector directly
+	id             string
 	started, ended time.Time
 	calls          []callObs
+}
+
+// turnAccs are an agent's turns in flight: one in the closed model (cur),
+// more in the open one (more, by turn id).
+type turnAccs struct {
+	cur  *turnAcc
+	more map[string]*turnAcc
+}
+
+func (t *turnAccs) add(acc *turnAcc) {
+	if t.cur == nil {
+		t.cur = acc
+		return
+	}
+	if t.more == nil {
+		t.more = map[string]*turnAcc{}
+	}
+	t.more[acc.id] = acc
+}
+
+func (t *turnAccs) get(id string) *turnAcc {
+	if t.cur != nil && t.cur.id == id {
+		return t.cur
+	}
+	return t.more[id] // nil map: nil
+}
+
+func (t *turnAccs) remove(acc *turnAcc) {
+	if t.cur == acc {
+		t.cur = nil
+		return
+	}
+	delete(t.more, acc.id)
 }
 
 // callObs is one finished call, as the hooks saw it.
@@ -273,41 +306,56 @@ func (c *collector) hooks() runtime.Hooks {
 				o.admission = d.AdmissionWait()
 				o.service = d.DispatchDoneAt.Sub(d.StartedAt)
 			}
-			c.observe(ex.Context(), o)
+			c.observe(ex.Agent(), turnOf(ex.CallID()), o)
 		},
-		CallAborted: func(ctx context.Context, ci runtime.CallInfo) {
-			c.observe(ctx, callObs{tool: ci.Tool, inTurn: ci.Parent.IsZero()})
+		CallAborted: func(_ context.Context, ci runtime.CallInfo) {
+			c.observe(ci.Scope, ci.TurnID, callObs{tool: ci.Tool, inTurn: ci.Parent.IsZero()})
 		},
 		TurnStart: func(ctx context.Context, t runtime.TurnInfo) context.Context {
-			if acc, _ := ctx.Value(turnAccKey{}).(*turnAcc); acc != nil {
-				acc.mu.Lock()
-				acc.started = t.Now()
-				acc.mu.Unlock()
+			if a := c.agents[t.Scope]; a != nil {
+				now := t.Now()
+				a.accMu.Lock()
+				if acc := a.accs.get(t.TurnID); acc != nil {
+					acc.started = now
+				}
+				a.accMu.Unlock()
 			}
 			return ctx
 		},
-		TurnEnd: func(ctx context.Context, t runtime.TurnInfo, _ error) {
-			if acc, _ := ctx.Value(turnAccKey{}).(*turnAcc); acc != nil {
-				acc.mu.Lock()
-				acc.ended = t.Now()
-				acc.mu.Unlock()
+		TurnEnd: func(_ context.Context, t runtime.TurnInfo, _ error) {
+			if a := c.agents[t.Scope]; a != nil {
+				now := t.Now()
+				a.accMu.Lock()
+				if acc := a.accs.get(t.TurnID); acc != nil {
+					acc.ended = now
+				}
+				a.accMu.Unlock()
 			}
 		},
 	}
 }
 
-// observe files a finished call with its turn, or, for a call outside a
-// turn of the collector's or one that ended after its turn returned, with
-// the collector.
-func (c *collector) observe(ctx context.Context, o callObs) {
-	if acc, _ := ctx.Value(turnAccKey{}).(*turnAcc); acc != nil {
-		acc.mu.Lock()
-		if !acc.closed {
+// turnOf is the turn id of a call id the generator made (agent.nextTurn:
+// the turn's id, '/', the call's index).
+func turnOf(callID string) string {
+	if i := strings.LastIndexByte(callID, '/'); i >= 0 {
+		return callID[:i]
+	}
+	return ""
+}
+
+// observe files a finished call with its turn (turn of agent scope), or,
+// for a call outside the turns in flight (nested in a body, or ended after
+// its turn returned), with the collector.
+func (c *collector) observe(scope, turn string, o callObs) {
+	if a := c.agents[scope]; a != nil {
+		a.accMu.Lock()
+		if acc := a.accs.get(turn); acc != nil {
 			acc.calls = append(acc.calls, o)
-			acc.mu.Unlock()
+			a.accMu.Unlock()
 			return
 		}
-		acc.mu.Unlock()
+		a.accMu.Unlock()
 	}
 	c.mu.Lock()
 	c.recordCall(o)
@@ -343,15 +391,18 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	c.calls.Add(int64(len(calls)))
 	raiseMax(&c.maxInFlight, c.inFlight.Add(1))
 	raiseMax(&a.maxIn, a.inFlight.Add(1))
-	acc := &turnAcc{calls: make([]callObs, 0, len(calls))}
-	res, err := a.scope.ExecuteTurn(context.WithValue(ctx, turnAccKey{}, acc), calls, runtime.WithTurnID(id))
+	acc := &turnAcc{id: id, calls: make([]callObs, 0, len(calls))}
+	a.accMu.Lock()
+	a.accs.add(acc)
+	a.accMu.Unlock()
+	res, err := a.scope.ExecuteTurn(ctx, calls, runtime.WithTurnID(id))
 	done := c.env.clk.now()
 	a.inFlight.Add(-1)
 	c.inFlight.Add(-1)
 	c.turnsDone.Add(1)
-	acc.mu.Lock()
-	acc.closed = true
-	acc.mu.Unlock()
+	a.accMu.Lock()
+	a.accs.remove(acc) // a call ending later goes to the collector (observe)
+	a.accMu.Unlock()
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -155,6 +155,8 @@ type agent struct {
 	cum      []float64  // cumulative weights of picks
 	inFlight atomic.Int64
 	maxIn    atomic.Int64
+	accMu    sync.Mutex // guards accs
+	accs     turnAccs   // its turns in flight, for the collector's hooks
 	turns    int
 	target   []TargetTool // with a Target: how to call each of the scenario's tools
 }
@@ -274,6 +276,10 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		return nil, err
 	}
 
+	col.agents = make(map[string]*agent, len(agents))
+	for _, a := range agents {
+		col.agents[a.key] = a
+	}
 	env.start()
 
 	planned := int64(len(agents)) * int64(sc.Turns.PerAgent)
