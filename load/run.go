@@ -159,6 +159,8 @@ type agent struct {
 	accs     turnAccs   // its turns in flight, for the collector's hooks
 	turns    int
 	target   []TargetTool // with a Target: how to call each of the scenario's tools
+	lastArgs callArgs     // the arguments of its last call to a simulated tool
+	lastText string       // and their text
 }
 
 // nextTurn draws the calls of the agent's next turn and names it.
@@ -168,8 +170,22 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 	calls := make([]runtime.TurnCall, n)
 	turn := a.turns
 	a.turns++
-	id := a.key + "/" + strconv.Itoa(turn)
+	// The calls' ids ("<turn id>/<index>", the turn id "<agent>/<turn>")
+	// are slices of one string, written one after another: one
+	// allocation for them all.
+	prefix := a.key + "/" + strconv.Itoa(turn) + "/"
+	var ids strings.Builder
+	ids.Grow(n * (len(prefix) + 3))
+	for i := range n {
+		ids.WriteString(prefix)
+		ids.WriteString(strconv.Itoa(i))
+	}
+	all, from := ids.String(), 0
+	id := prefix[:len(prefix)-1]
 	for i := range calls {
+		to := from + len(prefix) + digits(i)
+		callID := all[from:to]
+		from = to
 		x := a.rng.Float64() * a.cum[len(a.cum)-1]
 		j := 0
 		for j < len(a.cum)-1 && a.cum[j] <= x {
@@ -189,12 +205,24 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 		}
 		if a.target != nil {
 			tt := a.target[a.picks[j]]
-			calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: tt.Name, ArgumentsText: tt.Arguments}
+			calls[i] = runtime.TurnCall{ID: callID, Name: tt.Name, ArgumentsText: tt.Arguments}
 			continue
 		}
-		calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: t.Name, ArgumentsText: args.text()}
+		if args != a.lastArgs || a.lastText == "" {
+			a.lastArgs, a.lastText = args, args.text() // the same arguments again (a constant latency) reuse the text
+		}
+		calls[i] = runtime.TurnCall{ID: callID, Name: t.Name, ArgumentsText: a.lastText}
 	}
 	return id, calls
+}
+
+// digits is the length of strconv.Itoa(i), i ≥ 0.
+func digits(i int) int {
+	n := 1
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
 }
 
 // Run runs the scenario against a new in-process registry and reports what
