@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -88,8 +89,9 @@ type ToolReport struct {
 // includes the time the turn waited for the generator, a slot, or the
 // scope's admission. Admission wait is the wait of dispatched calls between
 // entering the registry and being admitted (runtime.Event.AdmissionWait).
-// These come from the registry's typed events (runtime.Registry.Subscribe);
-// Events says how many were delivered and lost.
+// These come from the registry's hooks (runtime.Hooks: CallFinished,
+// CallAborted, TurnStart, TurnEnd), which run synchronously and are never
+// dropped; Events says how many calls they saw.
 type Report struct {
 	Scenario  string    `json:"scenario"`
 	Model     string    `json:"model"`
@@ -146,8 +148,11 @@ type Report struct {
 	// and queue depth over time.
 	Timeline []Sample `json:"timeline"`
 
-	// Events: calls whose finished event arrived, events lost to the
-	// subscriber's full buffer, and results without a finished event.
+	// Events: calls whose end the hooks saw (CallFinished, or CallAborted
+	// for a turn's call that never started), and results without one
+	// (Missing: none unless a bug). Dropped is always 0 (the hooks are
+	// synchronous; it counted the events a subscription lost, and stays
+	// for reports that have it).
 	Events struct {
 		Finished int64 `json:"finished"`
 		Dropped  int64 `json:"dropped"`
@@ -192,33 +197,91 @@ func summarise(h *hdr.Histogram) Latency {
 }
 
 // collector gathers a run's measurements: turns and results from the
-// generator's goroutines, calls from the registry's events.
+// generator's goroutines, calls from the registry's hooks (hooks).
+//
+// The hooks are synchronous and run on the registry's goroutines, so they
+// do little: a call's hook finds its turn's turnAcc through its agent (the
+// call's scope key, then the turn's id, the call id up to its last '/')
+// and appends what it measured to it, under the agent's lock; collector.turn
+// moves the turn's calls into the run's histograms when the turn returns,
+// under the one lock it takes per turn anyway. No event is built, copied or
+// queued, no ctx is searched, and no lock is shared by every call.
 type collector struct {
 	env          *runEnv // the run's clock, record and replay (virtual.go, record.go)
 	start        time.Time
 	turnsPlanned int64
+	agents       map[string]*agent // by scope key; set before the first turn, then only read
 
 	turnsStarted, turnsDone, inFlight, maxInFlight atomic.Int64
 	calls, results, failures, turnErrors           atomic.Int64
 
-	mu       sync.Mutex // guards the fields below
-	turnLat  *hdr.Histogram
-	byCode   map[string]int64
-	perTool  map[string]*ToolReport
-	maxAgent int64
-	timeline []Sample
-	turnIv   *hdr.Histogram // the turns ended since the last sample
-
-	evMu      sync.Mutex // guards the event side (the subscriber's goroutine)
+	mu        sync.Mutex // guards the fields below
+	turnLat   *hdr.Histogram
+	byCode    map[string]int64
+	perTool   map[string]*ToolReport
+	maxAgent  int64
+	timeline  []Sample
+	turnIv    *hdr.Histogram // the turns ended since the last sample
 	callLat   *hdr.Histogram
 	service   *hdr.Histogram
 	admission *hdr.Histogram
 	toolLat   map[string]*hdr.Histogram
-	finished  int64
-	turnStart map[string]time.Time
+	finished  int64 // calls whose end a hook saw (Report.Events.Finished)
 	serial    time.Duration
 	turnRun   time.Duration
 	callIv    *hdr.Histogram // the calls ended since the last sample
+}
+
+// turnAcc is one turn's measurements, gathered by the hooks while the turn
+// runs and moved into the collector when it returns; its agent's accMu
+// guards it while it is the agent's (agent.accs).
+type turnAcc struct {
+	id             string
+	started, ended time.Time
+	calls          []callObs
+}
+
+// turnAccs are an agent's turns in flight: one in the closed model (cur),
+// more in the open one (more, by turn id).
+type turnAccs struct {
+	cur  *turnAcc
+	more map[string]*turnAcc
+}
+
+func (t *turnAccs) add(acc *turnAcc) {
+	if t.cur == nil {
+		t.cur = acc
+		return
+	}
+	if t.more == nil {
+		t.more = map[string]*turnAcc{}
+	}
+	t.more[acc.id] = acc
+}
+
+func (t *turnAccs) get(id string) *turnAcc {
+	if t.cur != nil && t.cur.id == id {
+		return t.cur
+	}
+	return t.more[id] // nil map: nil
+}
+
+func (t *turnAccs) remove(acc *turnAcc) {
+	if t.cur == acc {
+		t.cur = nil
+		return
+	}
+	delete(t.more, acc.id)
+}
+
+// callObs is one finished call, as the hooks saw it.
+type callObs struct {
+	tool       string
+	lat        time.Duration // entry to final result (Report.CallLatency)
+	admission  time.Duration
+	service    time.Duration
+	dispatched bool // it was dispatched: admission and service are set
+	inTurn     bool // a turn's own call, not one nested in a body (Report.Parallelism)
 }
 
 func newCollector(*Scenario) *collector {
@@ -226,7 +289,98 @@ func newCollector(*Scenario) *collector {
 		env:     &runEnv{},
 		turnLat: newHist(), turnIv: newHist(), callIv: newHist(), byCode: map[string]int64{}, perTool: map[string]*ToolReport{},
 		callLat: newHist(), service: newHist(), admission: newHist(),
-		toolLat: map[string]*hdr.Histogram{}, turnStart: map[string]time.Time{},
+		toolLat: map[string]*hdr.Histogram{},
+	}
+}
+
+// hooks are the collector's registry hooks: call latency, admission wait
+// and service from CallFinished (CallAborted for a turn's call that never
+// started, R97: latency 0, as its events have), the turns' running time
+// from TurnStart and TurnEnd.
+func (c *collector) hooks() runtime.Hooks {
+	return runtime.Hooks{
+		CallFinished: func(ex runtime.Execution, d runtime.CallDone) {
+			o := callObs{tool: ex.Name(), lat: d.Now().Sub(d.EnteredAt), inTurn: ex.Parent().IsZero()}
+			if !d.DispatchDoneAt.IsZero() {
+				o.dispatched = true
+				o.admission = d.AdmissionWait()
+				o.service = d.DispatchDoneAt.Sub(d.StartedAt)
+			}
+			c.observe(ex.Agent(), turnOf(ex.CallID()), o)
+		},
+		CallAborted: func(_ context.Context, ci runtime.CallInfo) {
+			c.observe(ci.Scope, ci.TurnID, callObs{tool: ci.Tool, inTurn: ci.Parent.IsZero()})
+		},
+		TurnStart: func(ctx context.Context, t runtime.TurnInfo) context.Context {
+			if a := c.agents[t.Scope]; a != nil {
+				now := t.Now()
+				a.accMu.Lock()
+				if acc := a.accs.get(t.TurnID); acc != nil {
+					acc.started = now
+				}
+				a.accMu.Unlock()
+			}
+			return ctx
+		},
+		TurnEnd: func(_ context.Context, t runtime.TurnInfo, _ error) {
+			if a := c.agents[t.Scope]; a != nil {
+				now := t.Now()
+				a.accMu.Lock()
+				if acc := a.accs.get(t.TurnID); acc != nil {
+					acc.ended = now
+				}
+				a.accMu.Unlock()
+			}
+		},
+	}
+}
+
+// turnOf is the turn id of a call id the generator made (agent.nextTurn:
+// the turn's id, '/', the call's index).
+func turnOf(callID string) string {
+	if i := strings.LastIndexByte(callID, '/'); i >= 0 {
+		return callID[:i]
+	}
+	return ""
+}
+
+// observe files a finished call with its turn (turn of agent scope), or,
+// for a call outside the turns in flight (nested in a body, or ended after
+// its turn returned), with the collector.
+func (c *collector) observe(scope, turn string, o callObs) {
+	if a := c.agents[scope]; a != nil {
+		a.accMu.Lock()
+		if acc := a.accs.get(turn); acc != nil {
+			acc.calls = append(acc.calls, o)
+			a.accMu.Unlock()
+			return
+		}
+		a.accMu.Unlock()
+	}
+	c.mu.Lock()
+	c.recordCall(o)
+	c.mu.Unlock()
+}
+
+// recordCall adds a finished call to the run's figures; c.mu is held.
+func (c *collector) recordCall(o callObs) {
+	c.finished++
+	record(c.callLat, o.lat)
+	record(c.callIv, o.lat)
+	h := c.toolLat[o.tool]
+	if h == nil && len(c.toolLat) < maxToolHistograms {
+		h = newHist()
+		c.toolLat[o.tool] = h
+	}
+	if h != nil {
+		record(h, o.lat)
+	}
+	if o.dispatched {
+		record(c.admission, o.admission)
+		record(c.service, o.service)
+		if o.inTurn {
+			c.serial += o.service
+		}
 	}
 }
 
@@ -237,14 +391,27 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	c.calls.Add(int64(len(calls)))
 	raiseMax(&c.maxInFlight, c.inFlight.Add(1))
 	raiseMax(&a.maxIn, a.inFlight.Add(1))
+	acc := &turnAcc{id: id, calls: make([]callObs, 0, len(calls))}
+	a.accMu.Lock()
+	a.accs.add(acc)
+	a.accMu.Unlock()
 	res, err := a.scope.ExecuteTurn(ctx, calls, runtime.WithTurnID(id))
 	done := c.env.clk.now()
 	a.inFlight.Add(-1)
 	c.inFlight.Add(-1)
 	c.turnsDone.Add(1)
+	a.accMu.Lock()
+	a.accs.remove(acc) // a call ending later goes to the collector (observe)
+	a.accMu.Unlock()
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, o := range acc.calls {
+		c.recordCall(o)
+	}
+	if !acc.started.IsZero() && !acc.ended.IsZero() {
+		c.turnRun += acc.ended.Sub(acc.started)
+	}
 	if m := a.maxIn.Load(); m > c.maxAgent {
 		c.maxAgent = m
 	}
@@ -285,78 +452,14 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	}
 }
 
-// event records one registry event (the subscriber).
-func (c *collector) event(e runtime.Event) {
-	c.evMu.Lock()
-	defer c.evMu.Unlock()
-	switch e.Kind {
-	case runtime.ExecutionFinished:
-		c.finished++
-		lat := e.At.Sub(e.EnteredAt)
-		record(c.callLat, lat)
-		record(c.callIv, lat)
-		h := c.toolLat[e.Tool]
-		if h == nil && len(c.toolLat) < maxToolHistograms {
-			h = newHist()
-			c.toolLat[e.Tool] = h
-		}
-		if h != nil {
-			record(h, lat)
-		}
-		if !e.DispatchDoneAt.IsZero() {
-			record(c.admission, e.AdmissionWait())
-			svc := e.DispatchDoneAt.Sub(e.StartedAt)
-			record(c.service, svc)
-			if e.TurnID != "" {
-				c.serial += svc
-			}
-		}
-	case runtime.TurnStarted:
-		c.turnStart[e.TurnID] = e.At
-	case runtime.TurnFinished:
-		if s, ok := c.turnStart[e.TurnID]; ok {
-			c.turnRun += e.At.Sub(s)
-			delete(c.turnStart, e.TurnID)
-		}
-	}
-}
-
-func (c *collector) finishedEvents() int64 {
-	c.evMu.Lock()
-	defer c.evMu.Unlock()
-	return c.finished
-}
-
-// awaitEvents waits, at most wait, until a finished event has arrived for
-// every result; it gives up early once events were dropped and none has
-// arrived for 100 ms (the missing ones will never come).
-func (c *collector) awaitEvents(sub *runtime.Subscription, wait time.Duration) {
-	deadline := time.Now().Add(wait)
-	last, lastChange := int64(-1), time.Now()
-	for time.Now().Before(deadline) {
-		n := c.finishedEvents()
-		if n >= c.results.Load() {
-			return
-		}
-		if n != last {
-			last, lastChange = n, time.Now()
-		} else if sub.Dropped() > 0 && time.Since(lastChange) > 100*time.Millisecond {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // sample appends a point to the timeline; true when it thinned the
 // timeline (the caller doubles its interval).
 func (c *collector) sample() bool {
 	p := Sample{Seconds: c.env.clk.now().Sub(c.start).Seconds(), TurnsDone: c.turnsDone.Load(), Results: c.results.Load(),
 		Failures: c.failures.Load(), TurnsInFlight: c.inFlight.Load()}
-	c.evMu.Lock()
-	p.CallP50Ms, p.CallP99Ms = interval(c.callIv)
-	c.evMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	p.CallP50Ms, p.CallP99Ms = interval(c.callIv)
 	p.TurnP50Ms, p.TurnP99Ms = interval(c.turnIv)
 	c.timeline = append(c.timeline, p)
 	if len(c.timeline) < maxTimeline {
@@ -379,7 +482,7 @@ func (c *collector) progress() Progress {
 	}
 }
 
-func (c *collector) report(sc *Scenario, agents int, elapsed time.Duration, dropped int64) *Report {
+func (c *collector) report(sc *Scenario, agents int, elapsed time.Duration) *Report {
 	r := &Report{
 		Scenario: sc.Name, Model: sc.Load.Model, Seed: *sc.Seed, Agents: agents,
 		StartedAt: c.start.UTC(), Elapsed: elapsed.Seconds(),
@@ -397,9 +500,6 @@ func (c *collector) report(sc *Scenario, agents int, elapsed time.Duration, drop
 	r.TurnLatency = summarise(c.turnLat)
 	r.QueueDepth.MaxTurnsInFlight = c.maxInFlight.Load()
 	r.QueueDepth.MaxTurnsInFlightPerAgent = c.maxAgent
-	c.mu.Unlock()
-
-	c.evMu.Lock()
 	r.CallLatency = summarise(c.callLat)
 	r.CallService = summarise(c.service)
 	r.AdmissionWait = summarise(c.admission)
@@ -413,8 +513,7 @@ func (c *collector) report(sc *Scenario, agents int, elapsed time.Duration, drop
 	r.Parallelism.TurnSeconds = c.turnRun.Seconds()
 	r.Parallelism.SavedSeconds = (c.serial - c.turnRun).Seconds()
 	r.Events.Finished = c.finished
-	c.evMu.Unlock()
-	r.Events.Dropped = dropped
+	c.mu.Unlock()
 	if m := r.Results - r.Events.Finished; m > 0 {
 		r.Events.Missing = m
 	}

@@ -34,8 +34,11 @@ type Options struct {
 	// RegistryOptions are added to the options of the registry under test
 	// (after the scenario's registry settings; declared timeouts apply by default).
 	RegistryOptions []runtime.Option
-	// EventWait bounds how long Run waits, once the last turn has returned,
-	// for the registry's events to be delivered (default 10 s).
+	// EventWait is not used: the report's call figures come from the
+	// registry's hooks, synchronous and never lost, so there is nothing to
+	// wait for once the registry has closed.
+	//
+	// Deprecated: it has no effect.
 	EventWait time.Duration
 	// Target, if set, provides the tools the calls go to instead of the
 	// simulated ones (see Target).
@@ -152,8 +155,12 @@ type agent struct {
 	cum      []float64  // cumulative weights of picks
 	inFlight atomic.Int64
 	maxIn    atomic.Int64
+	accMu    sync.Mutex // guards accs
+	accs     turnAccs   // its turns in flight, for the collector's hooks
 	turns    int
 	target   []TargetTool // with a Target: how to call each of the scenario's tools
+	lastArgs callArgs     // the arguments of its last call to a simulated tool
+	lastText string       // and their text
 }
 
 // nextTurn draws the calls of the agent's next turn and names it.
@@ -163,8 +170,22 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 	calls := make([]runtime.TurnCall, n)
 	turn := a.turns
 	a.turns++
-	id := a.key + "/" + strconv.Itoa(turn)
+	// The calls' ids ("<turn id>/<index>", the turn id "<agent>/<turn>")
+	// are slices of one string, written one after another: one
+	// allocation for them all.
+	prefix := a.key + "/" + strconv.Itoa(turn) + "/"
+	var ids strings.Builder
+	ids.Grow(n * (len(prefix) + 3))
+	for i := range n {
+		ids.WriteString(prefix)
+		ids.WriteString(strconv.Itoa(i))
+	}
+	all, from := ids.String(), 0
+	id := prefix[:len(prefix)-1]
 	for i := range calls {
+		to := from + len(prefix) + digits(i)
+		callID := all[from:to]
+		from = to
 		x := a.rng.Float64() * a.cum[len(a.cum)-1]
 		j := 0
 		for j < len(a.cum)-1 && a.cum[j] <= x {
@@ -184,12 +205,24 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 		}
 		if a.target != nil {
 			tt := a.target[a.picks[j]]
-			calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: tt.Name, ArgumentsText: tt.Arguments}
+			calls[i] = runtime.TurnCall{ID: callID, Name: tt.Name, ArgumentsText: tt.Arguments}
 			continue
 		}
-		calls[i] = runtime.TurnCall{ID: id + "/" + strconv.Itoa(i), Name: t.Name, ArgumentsText: args.text()}
+		if args != a.lastArgs || a.lastText == "" {
+			a.lastArgs, a.lastText = args, args.text() // the same arguments again (a constant latency) reuse the text
+		}
+		calls[i] = runtime.TurnCall{ID: callID, Name: t.Name, ArgumentsText: a.lastText}
 	}
 	return id, calls
+}
+
+// digits is the length of strconv.Itoa(i), i ≥ 0.
+func digits(i int) int {
+	n := 1
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
 }
 
 // Run runs the scenario against a new in-process registry and reports what
@@ -223,7 +256,10 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		regOpts = append(regOpts, runtime.WithMaxParallel(sc.Registry.MaxParallel))
 	}
 	env := newRunEnv(sc, opts)
+	col := newCollector(sc)
+	col.env = env
 	regOpts = append(regOpts, env.registryOptions()...)
+	regOpts = append(regOpts, runtime.WithHooks(col.hooks()))
 	regOpts = append(regOpts, opts.RegistryOptions...)
 	reg, err := runtime.New(regOpts...)
 	if err != nil {
@@ -268,14 +304,11 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		return nil, err
 	}
 
-	env.start()
-	col := newCollector(sc)
-	col.env = env
-	sub, err := reg.Subscribe(col.event, runtime.WithBuffer(1<<16))
-	if err != nil {
-		closeReg()
-		return nil, fmt.Errorf("load: subscribe: %w", err)
+	col.agents = make(map[string]*agent, len(agents))
+	for _, a := range agents {
+		col.agents[a.key] = a
 	}
+	env.start()
 
 	planned := int64(len(agents)) * int64(sc.Turns.PerAgent)
 	col.turnsPlanned = planned
@@ -359,16 +392,9 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	close(progressDone)
 	progressWG.Wait()
 
-	// Wait, bounded, for the events of every call made to arrive.
-	wait := opts.EventWait
-	if wait <= 0 {
-		wait = 10 * time.Second
-	}
-	col.awaitEvents(sub, wait)
-	sub.Close()
-	closeReg()
+	closeReg() // the calls in flight drain: every hook has run
 
-	rep := col.report(sc, len(agents), elapsed, sub.Dropped())
+	rep := col.report(sc, len(agents), elapsed)
 	env.annotate(rep)
 	switch {
 	case rep.Stall != "":
