@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,6 +129,63 @@ func BenchmarkRemote(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRemote_ExecuteVsBareGrain measures a remote Execute through the
+// client (A) and a bare grain request/response with the same payload (B)
+// interleaved in one loop: each iteration runs one of each, the order
+// alternating, so both see the same machine load. It reports both costs,
+// and the ratio A/B over blocks of 64 iterations: median, min and max
+// (goal: ≤ 1.3). The remote Execute claims and records its call in the
+// in-memory store; the bare grain only answers.
+func BenchmarkRemote_ExecuteVsBareGrain(b *testing.B) {
+	cl, c0, tree, echo := benchCluster(b)
+	ctx := context.Background()
+	s := cl.Tree(tree)
+	execA := func(i int) {
+		if r := s.Execute(ctx, runtime.Call{ID: fmt.Sprint("v", i), Name: "g1", Arguments: raw(`{}`)}); r.IsError() {
+			b.Fatal(r.ErrorMessage())
+		}
+	}
+	execB := func(i int) {
+		req := &clustermsg.ExecuteRequest{Header: &clustermsg.Header{Tree: echo, CallId: fmt.Sprint("v", i)}, Call: &messages.Call{CallId: fmt.Sprint("v", i), Name: "g1", ArgumentsJson: []byte(`{}`)}}
+		if _, err := c0.Request(echo, "echo", req, protocluster.WithTimeout(5*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const block = 64
+	var totA, totB, blkA, blkB time.Duration
+	var ratios []float64
+	n := 0
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		if i%2 == 0 {
+			execA(i)
+			t1 := time.Now()
+			execB(i)
+			blkA, blkB = blkA+t1.Sub(t0), blkB+time.Since(t1)
+		} else {
+			execB(i)
+			t1 := time.Now()
+			execA(i)
+			blkB, blkA = blkB+t1.Sub(t0), blkA+time.Since(t1)
+		}
+		n++
+		if n%block == 0 {
+			ratios = append(ratios, float64(blkA)/float64(blkB))
+			totA, totB, blkA, blkB = totA+blkA, totB+blkB, 0, 0
+		}
+	}
+	totA, totB = totA+blkA, totB+blkB
+	b.ReportMetric(float64(totA.Nanoseconds())/float64(n), "client-ns/op")
+	b.ReportMetric(float64(totB.Nanoseconds())/float64(n), "bare-ns/op")
+	b.ReportMetric(float64(totA)/float64(totB), "ratio")
+	if len(ratios) > 0 {
+		slices.Sort(ratios)
+		b.ReportMetric(ratios[len(ratios)/2], "ratio-median")
+		b.ReportMetric(ratios[0], "ratio-min")
+		b.ReportMetric(ratios[len(ratios)-1], "ratio-max")
+	}
 }
 
 // BenchmarkActivation_10Scopes is the activation of a tree of 10 scopes

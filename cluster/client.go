@@ -125,30 +125,38 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 	replies := make(chan any, 1)
 	stop := make(chan struct{})
 	defer close(stop)
-	root := s.cl.c.ActorSystem.Root
-	var pid *actor.PID
-	send := func() {
-		if pid == nil {
-			pid = s.cl.c.Get(s.tree, s.kind())
-		}
-		if pid == nil {
-			return
-		}
+	c, root := s.cl.c, s.cl.c.ActorSystem.Root
+	// send looks the grain up and sends msg off this loop: disthash's
+	// lookup is itself a request to the owner member (bounded by its own
+	// 5 s), and a lookup addressed to a member that just died must not hold
+	// back the next resend. The PID is cached as protoactor's own grain
+	// calls cache it (one round trip per call); a resend or an unavailable
+	// reply drops the cached PID (the tree may have moved), and so does a
+	// member leaving the topology.
+	send := func(fresh bool) {
 		wait := time.Until(deadline) + s.cl.grace
 		if wait <= 0 {
 			return
 		}
-		f := root.RequestFuture(pid, msg, wait)
+		if fresh {
+			c.PidCache.Remove(s.tree, s.kind())
+		}
 		go func() {
-			res, err := f.Result()
-			if err != nil || res == nil {
-				if errors.Is(err, actor.ErrDeadLetter) {
-					s.cl.c.PidCache.Remove(s.tree, s.kind())
+			pid, _ := c.PidCache.Get(s.tree, s.kind())
+			if pid == nil {
+				if pid = c.Get(s.tree, s.kind()); pid == nil {
+					return
 				}
-				return
+				c.PidCache.Set(s.tree, s.kind(), pid)
 			}
-			if _, dead := res.(*actor.DeadLetterResponse); dead {
-				s.cl.c.PidCache.Remove(s.tree, s.kind())
+			res, err := root.RequestFuture(pid, msg, wait).Result()
+			if _, dead := res.(*actor.DeadLetterResponse); dead || errors.Is(err, actor.ErrDeadLetter) {
+				// A stale PID (the grain stopped, say after an idle
+				// passivation): look it up again at once.
+				c.PidCache.RemoveByValue(s.tree, s.kind(), pid)
+				res, err = errDeadLetter, nil
+			}
+			if err != nil || res == nil {
 				return
 			}
 			select {
@@ -157,7 +165,7 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 			}
 		}()
 	}
-	send()
+	send(false)
 	resend := time.NewTicker(s.cl.resend)
 	defer resend.Stop()
 	hard := time.NewTimer(time.Until(deadline))
@@ -169,23 +177,33 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 	for {
 		select {
 		case r := <-replies:
-			if !unavailable(r) || ended || time.Until(deadline) < backoff {
+			dead := r == errDeadLetter
+			if !dead && (!unavailable(r) || ended || time.Until(deadline) < backoff) {
 				return r, nil
 			}
-			last = r
+			if !dead {
+				last = r
+			}
 			select { // nothing ran: try again shortly
 			case <-time.After(backoff):
 			case <-done:
+				if dead {
+					done, ended = nil, true
+					s.cancel(h)
+					hard.Reset(s.cl.grace)
+					continue
+				}
 				return r, nil
 			case <-hard.C:
-				return r, nil
+				if last != nil {
+					return last, nil
+				}
+				return nil, errNoReply
 			}
 			backoff = min(2*backoff, s.cl.resend)
-			pid = nil
-			send()
+			send(true)
 		case <-resend.C:
-			pid = nil // look the tree up again: it may have moved
-			send()
+			send(true) // look the tree up again: it may have moved
 		case <-done:
 			done, ended = nil, true
 			s.cancel(h)
@@ -201,6 +219,10 @@ func (s *Scope) request(ctx context.Context, h *clustermsg.Header, deadline time
 		}
 	}
 }
+
+// errDeadLetter stands, on the replies channel, for a request that reached
+// no grain (a stale PID): nothing ran, look up and send again.
+var errDeadLetter = errors.New("dead letter")
 
 // unavailable reports whether a reply says the tree could not serve and
 // nothing ran (SCOPE_UNAVAILABLE).
@@ -221,9 +243,15 @@ func (s *Scope) kind() string { return s.cl.kind }
 
 // cancel tells the grain to cancel the request with h's call id.
 func (s *Scope) cancel(h *clustermsg.Header) {
-	if pid := s.cl.c.Get(s.tree, s.kind()); pid != nil {
-		s.cl.c.ActorSystem.Root.Send(pid, &clustermsg.CancelRequest{Header: &clustermsg.Header{Tree: h.GetTree(), Scope: h.GetScope(), CallId: h.GetCallId()}})
-	}
+	go func() { // off the loop: a lookup may wait on a dead member
+		pid, _ := s.cl.c.PidCache.Get(s.tree, s.kind())
+		if pid == nil {
+			pid = s.cl.c.Get(s.tree, s.kind())
+		}
+		if pid != nil {
+			s.cl.c.ActorSystem.Root.Send(pid, &clustermsg.CancelRequest{Header: &clustermsg.Header{Tree: h.GetTree(), Scope: h.GetScope(), CallId: h.GetCallId()}})
+		}
+	}()
 }
 
 // Execute runs call in the scope's view on the member hosting the tree and

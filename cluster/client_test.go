@@ -14,6 +14,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,40 @@ func TestClient_Item5_MovingTreeIsRetriedUntilServed(t *testing.T) {
 	r := cl.Tree("moving").Execute(context.Background(), runtime.Call{ID: "m1", Name: "count", Arguments: raw(`{}`)})
 	if r.IsError() || m.runs("m1") != 1 {
 		t.Fatalf("a call to a moving tree: %q %q (ran %d)", r.Code(), r.ErrorMessage(), m.runs("m1"))
+	}
+}
+
+// A client caches the PID of a tree's grain (one round trip per call, as
+// protoactor's own grain calls): when the grain passivated on another
+// member, the cached PID reaches nothing (a dead letter) and the client
+// looks the tree up again at once, well before its next resend.
+func TestClient_Item5_StalePIDAfterPassivationIsLookedUpAgain(t *testing.T) {
+	store := newMemStore()
+	m := newMember(t)
+	m.idle = 200 * time.Millisecond
+	tc := startCluster(t, 2, store, func(int) *member { return m })
+	// No resend within the call's deadline: only the dead-letter path can
+	// serve the call after the passivation.
+	cl := NewClient(tc.members[0], WithResend(time.Hour))
+	other := tc.members[1].ActorSystem.Address()
+	ctx := bounded(t)
+	tree := ""
+	for i := 0; tree == ""; i++ {
+		if i > 200 {
+			t.Fatal("no tree placed on the second member")
+		}
+		id := fmt.Sprint("stale", i)
+		if r := cl.Tree(id).Execute(ctx, runtime.Call{Name: "g1", Arguments: raw(`{}`)}); r.IsError() {
+			t.Fatal(r.ErrorMessage())
+		}
+		if store.holderOf(id) == other {
+			tree = id
+		}
+	}
+	eventually(t, "the idle tree to passivate and release its lease", func() bool { return store.holderOf(tree) == "" })
+	cctx, cancel := context.WithTimeout(ctx, waitLimit/2)
+	defer cancel()
+	if r := cl.Tree(tree).Execute(cctx, runtime.Call{Name: "g1", Arguments: raw(`{}`)}); r.IsError() {
+		t.Fatalf("after the passivation, through a stale PID: %q %q", r.Code(), r.ErrorMessage())
 	}
 }

@@ -12,7 +12,9 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -80,4 +82,56 @@ func TestMove_Item4_TreesOfALeavingMemberReactivateWithTheirRules(t *testing.T) 
 			t.Fatalf("%s is still held by the member that left (%q)", id, h)
 		}
 	}
+}
+
+// A member joining takes the trees disthash now places on it, although
+// their activations on the other member hold their leases (no idle
+// timeout): that member's placement actor stops the activations no longer
+// placed on it at the topology change, which releases their leases, and
+// the joining member's activations take them. Every call to those trees is
+// served (nothing answers SCOPE_UNAVAILABLE for good), each with its rules.
+func TestMove_Item22_JoiningMemberTakesItsTreesFromTheHolder(t *testing.T) {
+	store := newMemStore()
+	m := newMember(t)
+	tc := &testCluster{t: t, name: "join" + activationID(), store: store}
+	t.Cleanup(tc.stop)
+	health := []net.Listener{listen(t), listen(t)}
+	for _, h := range health {
+		tc.hosts = append(tc.hosts, h.Addr().String())
+	}
+	tc.members = append(tc.members, tc.startWith(health[0], m))
+	tc.waitMembers(1)
+	first := tc.members[0].ActorSystem.Address()
+	cl := NewClient(tc.members[0], WithResend(200*time.Millisecond))
+	ctx := bounded(t)
+	var trees []string
+	for i := range 24 {
+		id := fmt.Sprint("join", i)
+		trees = append(trees, id)
+		if _, err := cl.Tree(id).Mount(ctx, "echo", raw(`{"name":"say"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if h := store.holderOf(id); h != first {
+			t.Fatalf("tree %s held by %q before the second member joined", id, h)
+		}
+	}
+	tc.members = append(tc.members, tc.startWith(health[1], m))
+	tc.waitMembers(2)
+	second := tc.members[1].ActorSystem.Address()
+	moved := 0
+	for _, id := range trees {
+		cctx, cancel := context.WithTimeout(ctx, waitLimit/2)
+		r := cl.Tree(id).Execute(cctx, runtime.Call{Name: "say", Arguments: raw(`{"text":"hi"}`)})
+		cancel()
+		if r.Text() != "hi" {
+			t.Fatalf("tree %s after the join: %q %q %q", id, r.Code(), r.Text(), r.ErrorMessage())
+		}
+		if store.holderOf(id) == second {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatalf("none of %d trees moved to the joining member", len(trees))
+	}
+	t.Logf("%d of %d trees moved to the joining member and were served there", moved, len(trees))
 }
