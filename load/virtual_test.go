@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolscope/toolscope/runtime"
+	"github.com/toolscope/toolscope/simclock"
 )
 
 // An hour of simulated tool latency: 4 agents × 10 turns × 3 calls of an
@@ -132,13 +136,19 @@ func canonical(log []byte) string {
 	return strings.Join(lines, "\n")
 }
 
+// openMixedScenario is mixedScenario on an open loop, with no think time:
+// one agent's turns overlap and queue at its admission.
+func openMixedScenario() string {
+	return strings.Replace(strings.Replace(mixedScenario, `"load": {"model": "closed"}`,
+		`"load": {"model": "open", "rate": 400, "arrival": "poisson", "maxInFlight": 4}`, 1),
+		`, "thinkTime": {"kind": "uniform", "min": "0s", "max": "10ms"}`, "", 1)
+}
+
 // TestRecord_SameSeedSameLog: the same seed and scenario on virtual time
 // give the same log, times included, closed and open loop (where one
 // agent's turns overlap and queue at its admission).
 func TestRecord_SameSeedSameLog(t *testing.T) {
-	open := strings.Replace(strings.Replace(mixedScenario, `"load": {"model": "closed"}`,
-		`"load": {"model": "open", "rate": 400, "arrival": "poisson", "maxInFlight": 4}`, 1),
-		`, "thinkTime": {"kind": "uniform", "min": "0s", "max": "10ms"}`, "", 1)
+	open := openMixedScenario()
 	for name, sc := range map[string]string{"closed": mixedScenario, "open": open} {
 		t.Run(name, func(t *testing.T) {
 			_, a := recordRun(t, sc, true)
@@ -153,5 +163,81 @@ func TestRecord_SameSeedSameLog(t *testing.T) {
 				t.Fatalf("logs differ in length: %d and %d lines", len(la), len(lb))
 			}
 		})
+	}
+}
+
+// TestVirtual_QueuedCallHoldsTheClockUntilInLine: a call the model sees
+// waiting at its scope's admission keeps the clock held until it is in the
+// registry's line, however long its goroutine takes from its guards to
+// the admission. Were the clock to move meanwhile, a call arriving later
+// could be admitted first (the model says otherwise): the log would differ
+// from the undisturbed run's, or the run stall on the hold of a call the
+// registry does not let start.
+func TestVirtual_QueuedCallHoldsTheClockUntilInLine(t *testing.T) {
+	open := openMixedScenario()
+	_, want := recordRun(t, open, true)
+	var once sync.Once
+	moved := make(chan bool, 1)
+	testAfterGuards = func(id string, queued bool, clk *simclock.Clock) {
+		if !queued {
+			return
+		}
+		once.Do(func() {
+			// Slow on the way to the admission: until the clock moves, or
+			// (it is held, as it should be) a bound of wall time.
+			at := clk.Now()
+			bound := time.Now().Add(time.Second)
+			for clk.Now().Equal(at) && time.Now().Before(bound) {
+				time.Sleep(time.Millisecond)
+			}
+			moved <- !clk.Now().Equal(at)
+		})
+	}
+	defer func() { testAfterGuards = nil }()
+	r, got := recordRun(t, open, true)
+	select {
+	case m := <-moved:
+		if m {
+			t.Errorf("the clock moved while a queued call was on its way to its admission")
+		}
+	default:
+		t.Fatal("no call of the scenario waited at its admission")
+	}
+	if r.Stall != "" {
+		t.Fatalf("stalled: %s", r.Stall)
+	}
+	if canonical(got) != canonical(want) {
+		t.Fatal("the log differs from the undisturbed run's")
+	}
+}
+
+// TestVirtual_StallReportNamesHolds: a run whose clock stands still, held,
+// is stopped, and its report names what holds the clock: the model's holds
+// by call and the clock's state.
+func TestVirtual_StallReportNamesHolds(t *testing.T) {
+	defer func(d time.Duration) { StallAfter = d }(StallAfter)
+	StallAfter = 200 * time.Millisecond
+	var once sync.Once
+	var stuck string
+	block := runtime.WithHooks(runtime.Hooks{CallStage: func(ex runtime.Execution, st runtime.CallStage) {
+		if st.Stage != runtime.StageDispatching {
+			return
+		}
+		once.Do(func() {
+			// Outside the clock, where the model cannot see: a bounded
+			// wait well past StallAfter.
+			stuck = ex.CallID()
+			time.Sleep(5 * StallAfter)
+		})
+	}})
+	r := runBounded(t, context.Background(), mustParse(t, hourScenario), Options{Virtual: true, RegistryOptions: []runtime.Option{block}})
+	if r.Stopped != StoppedStalled {
+		t.Fatalf("stopped %s, want %s", r.Stopped, StoppedStalled)
+	}
+	t.Log(r.Stall)
+	for _, want := range []string{stuck + " admitted, body not begun", "holds", "tasks asleep", "deadlines"} {
+		if !strings.Contains(r.Stall, want) {
+			t.Errorf("the stall report does not say %q:\n%s", want, r.Stall)
+		}
 	}
 }
