@@ -291,11 +291,19 @@ func (m *vmodel) cancelled() bool {
 // those it let go from the queue whose bodies have not begun (the registry
 // may not have admitted them yet). The registry admits a call out of its
 // line before the call's body begins, so the count can fall short for a
-// moment (the wait goes on), never over.
+// moment (the wait goes on). It could also run over, with a call the model
+// let go straight from its turn (never queued) in a line for a moment —
+// the registry gives a slot back only after the body that held it
+// returned, the model as the body returns — so while any such call has
+// not begun its body the answer is no: the count would prove nothing.
+// Those calls hold the clock themselves and need nothing of it to begin.
 func (m *vmodel) inLineLocked() bool {
 	want := 0
 	for _, c := range m.calls {
-		if c.guarded && (c.state == vQueued || c.state == vPending) {
+		switch {
+		case c.state == vPending && !c.guarded:
+			return false // perhaps in a line for a moment: wait until its body begins
+		case c.guarded && (c.state == vQueued || c.state == vPending):
 			want++
 		}
 	}
