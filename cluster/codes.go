@@ -68,6 +68,7 @@ type Error struct {
 	msg  string
 }
 
+// Error returns the message a caller (or a model) reads.
 func (e *Error) Error() string { return e.msg }
 
 // Code returns the error's code.

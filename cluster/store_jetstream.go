@@ -65,6 +65,7 @@ type LeaseHeldError struct {
 	Until        time.Time
 }
 
+// Error says who holds the tree and until when.
 func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("%v: tree %q is held by %q (epoch %d) until %s",
 		ErrLeaseHeld, e.Tree, e.Holder, e.Epoch, e.Until.UTC().Format(time.RFC3339Nano))

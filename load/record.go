@@ -283,6 +283,7 @@ type LogError struct {
 	Reason string
 }
 
+// Error names the log line and what is wrong with it.
 func (e *LogError) Error() string { return fmt.Sprintf("load: log line %d: %s", e.Line, e.Reason) }
 
 // ReadLog reads a log written by Options.Record. It is checked as hostile
@@ -382,6 +383,7 @@ type Divergence struct {
 	at     int64  // the call's recorded finish time (orders divergences)
 }
 
+// String says where the replay first diverged (agent, turn, call) and how.
 func (d Divergence) String() string {
 	return fmt.Sprintf("agent %s, turn %d, call %d: %s", d.Agent, d.Turn, d.Call, d.Reason)
 }

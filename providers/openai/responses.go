@@ -208,6 +208,7 @@ type ResponseFailedError struct {
 	Code, Message string
 }
 
+// Error reports the failed response's code and message.
 func (e *ResponseFailedError) Error() string {
 	return fmt.Sprintf("openai: response failed: %s: %s", e.Code, e.Message)
 }
