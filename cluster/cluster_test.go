@@ -98,14 +98,13 @@ func (tc *testCluster) start(ln net.Listener, m *member, clientOnly bool, extra 
 	if clientOnly {
 		c.StartClient()
 		tc.stops = append(tc.stops, func() {
-			c.ActorSystem.Shutdown()
-			c.Remote.Shutdown(false)
+			_ = ShutdownClient(c)
 			_ = prov.Shutdown(true)
 			_ = ln.Close()
 		})
 	} else {
 		c.StartMember()
-		tc.stops = append(tc.stops, func() { c.Shutdown(true) }) // passivates its trees
+		tc.stops = append(tc.stops, func() { _ = Shutdown(c, true) }) // passivates its trees
 	}
 	return c
 }

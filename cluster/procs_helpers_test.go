@@ -206,8 +206,7 @@ func startProcCluster(t *testing.T, n int, lease time.Duration) *procCluster {
 	t.Cleanup(func() {
 		done := make(chan struct{})
 		go func() {
-			c.ActorSystem.Shutdown()
-			c.Remote.Shutdown(false)
+			_ = cluster.ShutdownClient(c)
 			_ = prov.Shutdown(true)
 			close(done)
 		}()

@@ -183,8 +183,7 @@ func run(n, agents int, lease time.Duration) (err error) {
 	c := protocluster.New(sys, protocluster.Configure(name, prov, disthash.New(), remote.Configure("127.0.0.1", 0)))
 	c.StartClient()
 	defer func() {
-		c.ActorSystem.Shutdown()
-		c.Remote.Shutdown(false)
+		_ = cluster.ShutdownClient(c)
 		_ = prov.Shutdown(true)
 	}()
 	for deadline := time.Now().Add(60 * time.Second); c.MemberList.Members().Len() != n; time.Sleep(50 * time.Millisecond) {

@@ -131,6 +131,11 @@ func Main(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "ready %s\n", sys.Address())
 	<-sig
 	signal.Stop(sig)
-	c.Shutdown(true) // passivates its trees: they release their leases
+	// Graceful: its trees passivate and release their leases. A panic in
+	// protoactor's remote shutdown is caught (cluster.Shutdown) and logged:
+	// the member is down either way.
+	if err := cluster.Shutdown(c, true); err != nil {
+		fmt.Fprintln(os.Stderr, "toolscope-member:", err)
+	}
 	return nil
 }
