@@ -134,19 +134,13 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 // {}, as empty turn text is (R45, R91).
 func (s *execState) snapshotArgs(arguments any) {
 	bound := s.reg.cfg.argBound()
-	if arguments == nil {
+	if absentArgs(arguments) {
 		s.args = []byte("{}")
 		return
 	}
-	if raw, ok := arguments.(json.RawMessage); ok {
-		if len(raw) == 0 {
-			s.args = []byte("{}")
-			return
-		}
-		if len(raw) > bound {
-			s.argsOver = len(raw)
-			return
-		}
+	if raw, ok := arguments.(json.RawMessage); ok && len(raw) > bound {
+		s.argsOver = len(raw)
+		return
 	}
 	b, err := encodeJSON(arguments)
 	if err != nil {
@@ -158,6 +152,18 @@ func (s *execState) snapshotArgs(arguments any) {
 		return
 	}
 	s.args = b
+}
+
+// absentArgs reports whether a call's arguments are absent — a nil
+// Call.Arguments, a nil or empty json.RawMessage — which stand for {}
+// (R45). Every reading of Call.Arguments (the snapshot, ExecutionMode)
+// asks it, so they agree.
+func absentArgs(arguments any) bool {
+	if arguments == nil {
+		return true
+	}
+	raw, ok := arguments.(json.RawMessage)
+	return ok && len(raw) == 0
 }
 
 // hookLists is the set of hook lists admitted for one call (R85).

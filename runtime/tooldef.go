@@ -342,6 +342,9 @@ func (r *Registry) executionModeOf(node *core.Node, call Call) Mode {
 	}
 	// Arguments over the registry's bound would be refused (INVALID_ARGS):
 	// text is not read, and no classifier sees them.
+	if absentArgs(call.Arguments) {
+		return td.classify(callbackCtx, []byte("{}")) // R45: as the call itself would snapshot them
+	}
 	bound := r.cfg.argBound()
 	if raw, ok := call.Arguments.(json.RawMessage); ok && len(raw) > bound {
 		return Exclusive
@@ -424,7 +427,8 @@ func classifyCopy(f func(context.Context, json.RawMessage) (bool, error), ctx co
 	return Exclusive
 }
 
-// encodeJSON snapshots a lossless JSON value (R47); nil is JSON null.
+// encodeJSON snapshots a lossless JSON value (R47); nil is JSON null
+// (absent call arguments are {} before it is asked: absentArgs).
 func encodeJSON(v any) ([]byte, error) {
 	return jsonv.Encode(v)
 }
