@@ -361,10 +361,10 @@ func (m *Model) warnSkipped(skipped []agent.SkippedTool) {
 // usage; the response body is bounded (WithMaxReplyBytes).
 func (m *Model) Generate(ctx context.Context, transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool) (agent.Reply[sdk.MessageParam], error) {
 	p, names := m.request(transcript, tools, parallel)
-	limit := &replyLimit{max: maxReply(m.maxReply)}
-	msg, err := m.client.Messages.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	limit := blocks.NewReplyLimit(m.maxReply)
+	msg, err := m.client.Messages.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limitOption(limit))...)
 	if err != nil {
-		return agent.Reply[sdk.MessageParam]{}, limit.err(err)
+		return agent.Reply[sdk.MessageParam]{}, limit.Err(err)
 	}
 	if msg == nil { // a body of null decodes to no message at all
 		return agent.Reply[sdk.MessageParam]{}, fmt.Errorf("%w: the reply holds no message", ErrInvalid)

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/blocks"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -44,25 +44,25 @@ func usage(u sdk.Usage) agent.Usage {
 // (WithMaxReplyBytes).
 func (m *Model) GenerateStream(ctx context.Context, transcript []sdk.MessageParam, tools []runtime.ToolSchema, parallel bool, text func(delta string)) (agent.Reply[sdk.MessageParam], error) {
 	p, names := m.request(transcript, tools, parallel)
-	limit := &replyLimit{max: maxReply(m.maxReply)}
-	stream := m.client.Messages.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	limit := blocks.NewReplyLimit(m.maxReply)
+	stream := m.client.Messages.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limitOption(limit))...)
 	defer stream.Close()
 	var msg sdk.Message
 	started, stopped := false, false
 	for !stopped && stream.Next() {
 		ev := stream.Current()
 		if !started && ev.Type != "message_start" {
-			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: %q before message_start", agent.ErrStreamMalformed, ev.Type))
+			return agent.Reply[sdk.MessageParam]{}, limit.Err(fmt.Errorf("%w: %q before message_start", agent.ErrStreamMalformed, ev.Type))
 		}
 		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" &&
 			(ev.Index < 0 || ev.Index >= int64(len(msg.Content)) || msg.Content[ev.Index].Type != "text") {
 			// Accumulate would add it to a block that is not text (where
 			// the reply shows none of it): text the reply does not have
 			// must not reach the Text hook either.
-			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: a text_delta for content block %d, which is not an open text block", agent.ErrStreamMalformed, ev.Index))
+			return agent.Reply[sdk.MessageParam]{}, limit.Err(fmt.Errorf("%w: a text_delta for content block %d, which is not an open text block", agent.ErrStreamMalformed, ev.Index))
 		}
 		if err := msg.Accumulate(ev); err != nil {
-			return agent.Reply[sdk.MessageParam]{}, limit.err(fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err))
+			return agent.Reply[sdk.MessageParam]{}, limit.Err(fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err))
 		}
 		switch ev.Type {
 		case "message_start":
@@ -76,7 +76,7 @@ func (m *Model) GenerateStream(ctx context.Context, transcript []sdk.MessagePara
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return agent.Reply[sdk.MessageParam]{}, limit.err(streamErr(ctx, err))
+		return agent.Reply[sdk.MessageParam]{}, limit.Err(streamErr(ctx, err))
 	}
 	if !stopped {
 		return agent.Reply[sdk.MessageParam]{}, fmt.Errorf("%w: no message_stop event", agent.ErrStreamIncomplete)
@@ -103,62 +103,11 @@ func streamErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %v", agent.ErrStreamMalformed, err)
 }
 
-// replyLimit bounds the bytes of one reply's body, streamed or not: past
-// max, reading fails with agent.ErrReplyTooLarge and tripped is set, so
-// the adapter reports it whatever the SDK made of the read error.
-type replyLimit struct {
-	max     int64
-	tripped atomic.Bool
-}
-
-func maxReply(n int64) int64 {
-	if n <= 0 {
-		return agent.DefaultMaxReplyBytes
-	}
-	return n
-}
-
-func (l *replyLimit) option() option.RequestOption {
+// limitOption bounds the reply's body with limit (WithMaxReplyBytes), in
+// the SDK's middleware.
+func limitOption(limit *blocks.ReplyLimit) option.RequestOption {
 	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		resp, err := next(req)
-		if resp != nil && resp.Body != nil {
-			resp.Body = &limitedBody{rc: resp.Body, left: l.max, limit: l}
-		}
-		return resp, err
+		return limit.Wrap(resp), err
 	})
 }
-
-// err is ErrReplyTooLarge when the bound was passed, else err.
-func (l *replyLimit) err(err error) error {
-	if l.tripped.Load() {
-		return fmt.Errorf("%w: over %d bytes", agent.ErrReplyTooLarge, l.max)
-	}
-	return err
-}
-
-type limitedBody struct {
-	rc    io.ReadCloser
-	left  int64
-	limit *replyLimit
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// At the bound: one byte more means too large; the end is fine.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n == 0 && err != nil {
-			return 0, err
-		}
-		b.limit.tripped.Store(true)
-		return 0, agent.ErrReplyTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }

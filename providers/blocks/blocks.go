@@ -2,7 +2,8 @@
 // providers/gemini, providers/openai) share about the content blocks of a
 // result (runtime.Block): the data of an image block they accept
 // (ImageData), and the text that stands for a block a provider has no
-// equivalent for (OtherText).
+// equivalent for (OtherText); and the bound on a reply's response body
+// (ReplyLimit, behind every adapter's WithMaxReplyBytes).
 //
 // It is a public package of the root module so that the adapters, each a
 // module of its own, share it without importing an internal package; its

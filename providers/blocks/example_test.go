@@ -2,8 +2,13 @@ package blocks_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 
+	"github.com/toolscope/toolscope/agent"
 	"github.com/toolscope/toolscope/providers/blocks"
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -20,4 +25,17 @@ func Example() {
 	// image/png iVBORw0KGgo=
 	// [audio] a dog barking {"uri":"file:///bark.wav"}
 	// [resource_link]
+}
+
+// A ReplyLimit bounds a response body: reading past the bound fails, and
+// Err reports agent.ErrReplyTooLarge whatever the SDK made of that.
+func ExampleReplyLimit() {
+	limit := blocks.NewReplyLimit(5)
+	resp := limit.Wrap(&http.Response{Body: io.NopCloser(strings.NewReader("a reply of 24 characters"))})
+	b, err := io.ReadAll(resp.Body)
+	fmt.Printf("%q\n", b)
+	fmt.Println(errors.Is(limit.Err(fmt.Errorf("sdk: %v", err)), agent.ErrReplyTooLarge))
+	// Output:
+	// "a rep"
+	// true
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/blocks"
 	"github.com/toolscope/toolscope/providers/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -159,10 +160,10 @@ func (m *ChatModel) Generate(ctx context.Context, transcript []oai.ChatCompletio
 		return reply, errors.New("openai: ChatModel has no client")
 	}
 	p, names := m.request(transcript, tools, parallel)
-	limit := &replyLimit{max: maxReply(m.maxReply)}
-	resp, err := m.client.Chat.Completions.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	limit := blocks.NewReplyLimit(m.maxReply)
+	resp, err := m.client.Chat.Completions.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limitOption(limit))...)
 	if err != nil {
-		return reply, limit.err(err)
+		return reply, limit.Err(err)
 	}
 	if resp == nil || len(resp.Choices) == 0 {
 		return reply, ErrNoChoice // a body of null decodes to no completion at all

@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/blocks"
 	"github.com/toolscope/toolscope/providers/toolname"
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -226,10 +227,10 @@ func (m *ResponsesModel) Generate(ctx context.Context, transcript []responses.Re
 		return reply, errors.New("openai: ResponsesModel has no client")
 	}
 	p, names := m.request(transcript, tools, parallel)
-	limit := &replyLimit{max: maxReply(m.maxReply)}
-	resp, err := m.client.Responses.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	limit := blocks.NewReplyLimit(m.maxReply)
+	resp, err := m.client.Responses.New(ctx, p, append(m.options[:len(m.options):len(m.options)], limitOption(limit))...)
 	if err != nil {
-		return reply, limit.err(err)
+		return reply, limit.Err(err)
 	}
 	return m.reply(resp, names)
 }

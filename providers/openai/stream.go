@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -18,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/toolscope/toolscope/agent"
+	"github.com/toolscope/toolscope/providers/blocks"
 	"github.com/toolscope/toolscope/runtime"
 )
 
@@ -52,66 +52,14 @@ func total(sent, in, out int64) int64 {
 	return in + out
 }
 
-// replyLimit bounds the bytes of one reply's body, streamed or not: past
-// max, reading fails with agent.ErrReplyTooLarge and tripped is set, so
-// the adapter reports it whatever the SDK made of the read error.
-type replyLimit struct {
-	max     int64
-	tripped atomic.Bool
-}
-
-func maxReply(n int64) int64 {
-	if n <= 0 {
-		return agent.DefaultMaxReplyBytes
-	}
-	return n
-}
-
-func (l *replyLimit) option() option.RequestOption {
+// limitOption bounds the reply's body with limit (WithMaxReplyBytes), in
+// the SDK's middleware.
+func limitOption(limit *blocks.ReplyLimit) option.RequestOption {
 	return option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		resp, err := next(req)
-		if resp != nil && resp.Body != nil {
-			resp.Body = &limitedBody{rc: resp.Body, left: l.max, limit: l}
-		}
-		return resp, err
+		return limit.Wrap(resp), err
 	})
 }
-
-// err turns a request's error into the reply's: ErrReplyTooLarge when the
-// bound was passed (whatever the SDK made of it), else err.
-func (l *replyLimit) err(err error) error {
-	if l.tripped.Load() {
-		return fmt.Errorf("%w: over %d bytes", agent.ErrReplyTooLarge, l.max)
-	}
-	return err
-}
-
-type limitedBody struct {
-	rc    io.ReadCloser
-	left  int64
-	limit *replyLimit
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// At the bound: one byte more means too large; the end is fine.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n == 0 && err != nil {
-			return 0, err
-		}
-		b.limit.tripped.Store(true)
-		return 0, agent.ErrReplyTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // streamErr classifies the error that ended a stream: the provider's own
 // error event as it is, a connection cut mid-stream as
@@ -150,14 +98,14 @@ func (m *ChatModel) GenerateStream(ctx context.Context, transcript []oai.ChatCom
 	}
 	p, names := m.request(transcript, tools, parallel)
 	p.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
-	limit := &replyLimit{max: maxReply(m.maxReply)}
-	stream := m.client.Chat.Completions.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	limit := blocks.NewReplyLimit(m.maxReply)
+	stream := m.client.Chat.Completions.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limitOption(limit))...)
 	defer stream.Close()
 	var acc oai.ChatCompletionAccumulator
 	for stream.Next() {
 		chunk := stream.Current()
 		if !acc.AddChunk(chunk) {
-			return reply, limit.err(fmt.Errorf("%w: a chunk the stream cannot accumulate (choice index or tool call index out of range, or a changed id)", agent.ErrStreamMalformed))
+			return reply, limit.Err(fmt.Errorf("%w: a chunk the stream cannot accumulate (choice index or tool call index out of range, or a changed id)", agent.ErrStreamMalformed))
 		}
 		for _, c := range chunk.Choices {
 			if c.Index == 0 && c.Delta.Content != "" && text != nil {
@@ -166,7 +114,7 @@ func (m *ChatModel) GenerateStream(ctx context.Context, transcript []oai.ChatCom
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return reply, limit.err(streamErr(ctx, err))
+		return reply, limit.Err(streamErr(ctx, err))
 	}
 	if len(acc.Choices) == 0 || acc.Choices[0].FinishReason == "" {
 		return reply, fmt.Errorf("%w: no finish reason for the first choice", agent.ErrStreamIncomplete)
@@ -194,8 +142,8 @@ func (m *ResponsesModel) GenerateStream(ctx context.Context, transcript []respon
 		return reply, errors.New("openai: ResponsesModel has no client")
 	}
 	p, names := m.request(transcript, tools, parallel)
-	limit := &replyLimit{max: maxReply(m.maxReply)}
-	stream := m.client.Responses.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limit.option())...)
+	limit := blocks.NewReplyLimit(m.maxReply)
+	stream := m.client.Responses.NewStreaming(ctx, p, append(m.options[:len(m.options):len(m.options)], limitOption(limit))...)
 	defer stream.Close()
 	var final *responses.Response
 	var streamed strings.Builder // the deltas, checked against the final text
@@ -214,7 +162,7 @@ func (m *ResponsesModel) GenerateStream(ctx context.Context, transcript []respon
 				Response *responses.Response `json:"response"`
 			}
 			if err := json.Unmarshal([]byte(ev.RawJSON()), &r); err != nil || r.Response == nil {
-				return reply, limit.err(fmt.Errorf("%w: a %s event without its response", agent.ErrStreamMalformed, ev.Type))
+				return reply, limit.Err(fmt.Errorf("%w: a %s event without its response", agent.ErrStreamMalformed, ev.Type))
 			}
 			final = r.Response
 		case "error":
@@ -222,7 +170,7 @@ func (m *ResponsesModel) GenerateStream(ctx context.Context, transcript []respon
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return reply, limit.err(streamErr(ctx, err))
+		return reply, limit.Err(streamErr(ctx, err))
 	}
 	if final == nil {
 		return reply, fmt.Errorf("%w: no response.completed, response.incomplete or response.failed event", agent.ErrStreamIncomplete)
