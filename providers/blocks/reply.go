@@ -40,16 +40,6 @@ func (l *ReplyLimit) Wrap(resp *http.Response) *http.Response {
 	return resp
 }
 
-// Transport returns an http.RoundTripper that sends through rt
-// (http.DefaultTransport when nil) and bounds every response body with l:
-// the form an SDK that takes an *http.Client but no middleware wants.
-func (l *ReplyLimit) Transport(rt http.RoundTripper) http.RoundTripper {
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	return limitedTransport{rt: rt, limit: l}
-}
-
 // Err turns a request's error into the reply's: one wrapping
 // agent.ErrReplyTooLarge when the bound was passed (whatever the SDK made
 // of it), else err.
@@ -58,16 +48,6 @@ func (l *ReplyLimit) Err(err error) error {
 		return fmt.Errorf("%w: over %d bytes", agent.ErrReplyTooLarge, l.max)
 	}
 	return err
-}
-
-type limitedTransport struct {
-	rt    http.RoundTripper
-	limit *ReplyLimit
-}
-
-func (t limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.rt.RoundTrip(req)
-	return t.limit.Wrap(resp), err
 }
 
 type limitedBody struct {

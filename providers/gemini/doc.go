@@ -16,7 +16,7 @@
 // A Model wraps a client, a model name and an optional config; the
 // transcript is []*genai.Content, exactly what the SDK sends:
 //
-//	client, err := genai.NewClient(ctx, nil) // GEMINI_API_KEY
+//	client, err := genai.NewClient(ctx, &genai.ClientConfig{HTTPClient: gemini.BoundedHTTPClient(nil)}) // GEMINI_API_KEY
 //	model, err := gemini.New(client, "gemini-2.5-flash", nil)
 //	out, err := agent.Run(ctx, scope, model, []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)})
 //
@@ -85,9 +85,15 @@
 //     candidates (a blocked prompt) is an error naming the block reason.
 //   - Usage: each reply carries usageMetadata as agent.Usage (tool-use
 //     prompt tokens added to input, thoughts to output and reasoning).
+//   - Reply size: the SDK reads a reply's body itself and takes no
+//     per-request middleware, so the bound sits in the client it is given:
+//     made with HTTPClient: BoundedHTTPClient(c), every response body is
+//     bounded by the bound of the Model that sent the request
+//     (WithMaxReplyBytes, agent.DefaultMaxReplyBytes by default), and a
+//     reply past it (a success or an API error) fails with
+//     agent.ErrReplyTooLarge, as with the other adapters. A client made
+//     without it reads replies unbounded.
 //   - No streaming: Model is not an agent.StreamingModel, so a Text hook
-//     gets no deltas. The SDK's stream reader buffers lines of up to 256
-//     MiB before the adapter sees them and has no per-request hook on the
-//     response body, so a stream could not be bounded as the other
-//     adapters bound theirs.
+//     gets no deltas. (The SDK's stream reader also buffers lines of up to
+//     256 MiB before the adapter would see them.)
 package gemini

@@ -3,6 +3,7 @@ package gemini_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -124,4 +125,30 @@ func ExampleModel() {
 	// {"parts":[{"functionCall":{"id":"call_1_0","args":{"path":"a.txt"},"name":"read"}},{"functionCall":{"id":"call_1_1","args":{"path":"b.txt"},"name":"read"}}],"role":"model"}
 	// {"parts":[{"functionResponse":{"id":"call_1_0","name":"read","response":{"output":"A"}}},{"functionResponse":{"id":"call_1_1","name":"read","response":{"output":"B"}}}],"role":"user"}
 	// {"parts":[{"text":"a.txt says A, b.txt says B."}],"role":"model"}
+}
+
+// ExampleBoundedHTTPClient: the client the SDK is given bounds each reply
+// by the Model's WithMaxReplyBytes; this reply is over the bound.
+func ExampleBoundedHTTPClient() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, reply("STOP", text(strings.Repeat("many words ", 1000))))
+	}))
+	defer srv.Close()
+
+	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+		APIKey: "no-key-needed", Backend: genai.BackendGeminiAPI,
+		HTTPClient:  gemini.BoundedHTTPClient(nil),
+		HTTPOptions: genai.HTTPOptions{BaseURL: srv.URL}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	model, err := gemini.New(client, "gemini-2.5-flash", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = model.WithMaxReplyBytes(4<<10).Generate(context.Background(),
+		[]*genai.Content{genai.NewContentFromText("Say a lot.", genai.RoleUser)}, nil, false)
+	fmt.Println(errors.Is(err, agent.ErrReplyTooLarge))
+	// Output: true
 }

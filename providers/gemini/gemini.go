@@ -290,10 +290,11 @@ func imagePart(data json.RawMessage) (*genai.FunctionResponsePart, string) {
 // and toolscope's scheduler still runs an exclusive tool alone (R36, R92),
 // so nothing unsafe overlaps; it only queues.
 type Model struct {
-	models *genai.Models
-	name   string
-	config *genai.GenerateContentConfig
-	logger *slog.Logger
+	models   *genai.Models
+	name     string
+	config   *genai.GenerateContentConfig
+	logger   *slog.Logger
+	maxReply int64
 }
 
 // WithLogger returns a copy of m that reports its warnings (a tool left
@@ -301,6 +302,17 @@ type Model struct {
 func (m *Model) WithLogger(l *slog.Logger) *Model {
 	c := *m
 	c.logger = l
+	return &c
+}
+
+// WithMaxReplyBytes returns a copy of m whose replies are bounded to n
+// bytes of response body; a reply that passes the bound fails with
+// agent.ErrReplyTooLarge. n ≤ 0 means agent.DefaultMaxReplyBytes, the bound
+// without it. The bound applies on a client made with BoundedHTTPClient
+// (the SDK reads the body itself; nothing else can bound it).
+func (m *Model) WithMaxReplyBytes(n int64) *Model {
+	c := *m
+	c.maxReply = n
 	return &c
 }
 
@@ -426,7 +438,12 @@ func (m *Model) generate(ctx context.Context, transcript []*genai.Content, confi
 			resp, err = nil, fmt.Errorf("%w: the SDK could not read the reply: %v", ErrInvalid, p)
 		}
 	}()
-	return m.models.GenerateContent(ctx, m.name, transcript, config)
+	limit := blocks.NewReplyLimit(m.maxReply)
+	resp, err = m.models.GenerateContent(withReplyLimit(ctx, limit), m.name, transcript, config)
+	if err != nil {
+		err = limit.Err(err)
+	}
+	return resp, err
 }
 
 // ToolResults returns the contents of ToolResults.
