@@ -15,14 +15,8 @@ import (
 // the session connect returns late is closed.
 func TestImport_Attack_CloseDoesNotWaitForAConnectIgnoringItsCtx(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := fineServer()
+	cs, kill := p.mustConnect(t, server)
 	entered := make(chan struct{}, 1)
 	release := make(chan struct{})
 	late := make(chan *sdk.ClientSession, 1)
@@ -51,9 +45,7 @@ func TestImport_Attack_CloseDoesNotWaitForAConnectIgnoringItsCtx(t *testing.T) {
 	if s == nil {
 		t.Fatal("no late session")
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Wait() }()
-	recv(t, done, "the late session to be closed")
+	returns(t, "the late session to be closed", func() { _ = s.Wait() })
 }
 
 // A change subscriber that blocks (until the test ends) while hearing a
@@ -61,16 +53,10 @@ func TestImport_Attack_CloseDoesNotWaitForAConnectIgnoringItsCtx(t *testing.T) {
 // an end handler or a sync error handler that blocks.
 func TestImport_Attack_BlockingHandlersDoNotHoldClose(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
+	server := fineServer()
 	other := newServer(nil)
 	textTool(other, "fine", "changed") // a changed tool: the re-sync replaces it
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, kill := p.mustConnect(t, server)
 	connect := func(ctx context.Context) (*sdk.ClientSession, error) {
 		cs, _, err := p.connect(ctx, other)
 		return cs, err
@@ -93,9 +79,7 @@ func TestImport_Attack_BlockingHandlersDoNotHoldClose(t *testing.T) {
 	}
 	kill()
 	recv(t, hearing, "the subscriber to hear the re-sync's change")
-	closed := make(chan struct{})
-	go func() { im.Close(); close(closed) }()
-	recv(t, closed, "Close while a subscriber blocks")
+	returns(t, "Close while a subscriber blocks", im.Close)
 	recv(t, im.Done(), "Done")
 }
 
@@ -104,14 +88,8 @@ func TestImport_Attack_BlockingHandlersDoNotHoldClose(t *testing.T) {
 // longer waits for connect past its ctx.
 func TestImport_Attack_ConnectMayClose(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := fineServer()
+	cs, kill := p.mustConnect(t, server)
 	var im *mcp.Imported
 	ready := make(chan struct{})
 	returned := make(chan struct{})

@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -44,26 +43,8 @@ func TestImport_Attack_RandomCloseSyncEndReconnect(t *testing.T) {
 			defer p.closeAll()
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
-			cs, kill, err := p.connect(ctx, servers[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			var killMu sync.Mutex
-			kills := []func(){kill}
-			var made atomic.Int32
-			connect := func(ctx context.Context) (*sdk.ClientSession, error) {
-				n := made.Add(1)
-				if n > 6 {
-					return nil, errors.New("no server")
-				}
-				cs, kill, err := p.connect(ctx, servers[int(n)%len(servers)])
-				if err == nil {
-					killMu.Lock()
-					kills = append(kills, kill)
-					killMu.Unlock()
-				}
-				return cs, err
-			}
+			cs, kill := p.mustConnect(t, servers[0])
+			dial := p.dialer(kill, 6, func(n int32) *sdk.Server { return servers[int(n)%len(servers)] })
 			reg, err := runtime.New()
 			if err != nil {
 				t.Fatal(err)
@@ -78,7 +59,7 @@ func TestImport_Attack_RandomCloseSyncEndReconnect(t *testing.T) {
 			}
 			var im *mcp.Imported
 			var imReady = make(chan struct{})
-			im, err = mcp.Import(ctx, reg.Global(), cs, mcp.WithReconnect(connect, fastBackoff),
+			im, err = mcp.Import(ctx, reg.Global(), cs, mcp.WithReconnect(dial.connect, fastBackoff),
 				mcp.WithEndHandler(func(error) { <-imReady; im.Close() }),
 				mcp.WithSyncErrorHandler(func(error) {}))
 			if err != nil {
@@ -116,28 +97,19 @@ func TestImport_Attack_RandomCloseSyncEndReconnect(t *testing.T) {
 			}
 			for range rng.IntN(4) {
 				time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
-				killMu.Lock()
-				k := kills[len(kills)-1]
-				killMu.Unlock()
-				k()
+				dial.killNewest()
 			}
 			if rng.IntN(2) == 0 {
 				time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
-				closed := make(chan struct{})
-				go func() { im.Close(); close(closed) }()
-				recv(t, closed, fmt.Sprintf("round %d: Close", round))
+				returns(t, fmt.Sprintf("round %d: Close", round), im.Close)
 			}
-			waited := make(chan struct{})
-			go func() { wg.Wait(); close(waited) }()
-			recv(t, waited, fmt.Sprintf("round %d: every call and Sync to return", round))
+			returns(t, fmt.Sprintf("round %d: every call and Sync to return", round), wg.Wait)
 			for i := range answered {
 				if n := answered[i].Load(); n != 1 {
 					t.Fatalf("round %d: call %d answered %d times", round, i, n)
 				}
 			}
-			closed := make(chan struct{})
-			go func() { im.Close(); close(closed) }()
-			recv(t, closed, fmt.Sprintf("round %d: the last Close", round))
+			returns(t, fmt.Sprintf("round %d: the last Close", round), im.Close)
 			recv(t, im.Done(), "Done")
 			if got := im.Tools(); len(got) != 0 {
 				t.Fatalf("round %d: Tools() = %d names after Close", round, len(got))

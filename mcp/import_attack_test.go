@@ -20,14 +20,8 @@ import (
 // import ends after Backoff.Attempts connections, not never.
 func TestImport_Attack_FlappingServerSpendsTheAttempts(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := fineServer()
+	cs, kill := p.mustConnect(t, server)
 	const give = 200 // after these, connect fails: the test ends either way
 	var made atomic.Int32
 	connect := func(ctx context.Context) (*sdk.ClientSession, error) {
@@ -45,7 +39,7 @@ func TestImport_Attack_FlappingServerSpendsTheAttempts(t *testing.T) {
 	ended := make(chan error, 1)
 	im := mustImport(t, reg.Global(), cs, mcp.WithReconnect(connect, fastBackoff), mcp.WithEndHandler(func(err error) { ended <- err }))
 	kill()
-	err = recv(t, ended, "the end handler")
+	err := recv(t, ended, "the end handler")
 	if !errors.Is(err, mcp.ErrServerGone) {
 		t.Fatalf("end: %v", err)
 	}
@@ -62,15 +56,9 @@ func TestImport_Attack_FlappingServerSpendsTheAttempts(t *testing.T) {
 // (CodeUnknownTool) — never the new server's "unknown tool" error.
 func TestImport_Attack_CallsWaitForTheListingAfterReconnect(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
+	server := fineServer()
 	textTool(server, "other", "other")
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, kill := p.mustConnect(t, server)
 	listing := make(chan struct{}, 1)
 	release := make(chan struct{})
 	var sent atomic.Int32
@@ -122,17 +110,10 @@ func TestImport_Attack_CallsWaitForTheListingAfterReconnect(t *testing.T) {
 // listed spends the attempts of the next recovery.)
 func TestImport_Attack_AnsweringSessionRecoversTheAttempts(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
-	crowded := newServer(nil)
-	textTool(crowded, "fine", "fine")
+	server := fineServer()
+	crowded := fineServer()
 	textTool(crowded, "more", "more") // past WithListLimits(1, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, kill := p.mustConnect(t, server)
 	var made atomic.Int32
 	kills := make(chan func(), 4)
 	connect := func(ctx context.Context) (*sdk.ClientSession, error) {

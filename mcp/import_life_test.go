@@ -71,9 +71,73 @@ func (p *pipes) connect(ctx context.Context, server *sdk.Server) (*sdk.ClientSes
 	return cs, func() { _ = serverEnd.Close() }, nil
 }
 
+// mustConnect is connect within the test's bound; an error fails the test.
+func (p *pipes) mustConnect(t *testing.T, server *sdk.Server) (*sdk.ClientSession, func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cs, kill, err := p.connect(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, kill
+}
+
+// fineServer is a server with one tool, fine, answering "fine".
+func fineServer() *sdk.Server {
+	s := newServer(nil)
+	textTool(s, "fine", "fine")
+	return s
+}
+
+// dialer is a WithReconnect connect over pipes: its nth attempt (from 1)
+// connects to server(n) while n ≤ max, and later ones fail ("no server").
+// It keeps the kill of the newest session, starting with first's.
+type dialer struct {
+	p      *pipes
+	max    int32
+	server func(n int32) *sdk.Server
+	made   atomic.Int32
+	mu     sync.Mutex
+	newest func()
+}
+
+func (p *pipes) dialer(first func(), max int32, server func(n int32) *sdk.Server) *dialer {
+	return &dialer{p: p, max: max, server: server, newest: first}
+}
+
+func (d *dialer) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	n := d.made.Add(1)
+	if n > d.max {
+		return nil, errors.New("no server")
+	}
+	cs, kill, err := d.p.connect(ctx, d.server(n))
+	if err == nil {
+		d.mu.Lock()
+		d.newest = kill
+		d.mu.Unlock()
+	}
+	return cs, err
+}
+
+// killNewest breaks the connection of the newest session.
+func (d *dialer) killNewest() {
+	d.mu.Lock()
+	k := d.newest
+	d.mu.Unlock()
+	k()
+}
+
+// returns runs f and waits for it to return, within the bound (recv).
+func returns(t testing.TB, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	recv(t, done, what)
+}
+
 func TestBackoff_Item10a_Validation(t *testing.T) {
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
+	server := fineServer()
 	c := connectInMemory(t, server)
 	reg := newRegistry(t)
 	connect := func(context.Context) (*sdk.ClientSession, error) { return nil, errors.New("no") }
@@ -111,12 +175,7 @@ func TestImport_Item10a_ReconnectRelistsAndSyncs(t *testing.T) {
 	textTool(second, "fine", "new fine")
 	textTool(second, "fresh", "fresh")
 
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, first)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, kill := p.mustConnect(t, first)
 	var made []*sdk.ClientSession
 	var mu sync.Mutex
 	connect := func(ctx context.Context) (*sdk.ClientSession, error) {
@@ -171,23 +230,15 @@ func TestImport_Item10a_ReconnectRelistsAndSyncs(t *testing.T) {
 	mu.Lock()
 	own := made[len(made)-1]
 	mu.Unlock()
-	waited := make(chan error, 1)
-	go func() { waited <- own.Wait() }()
-	recv(t, waited, "the session the import made to be closed")
+	returns(t, "the session the import made to be closed", func() { _ = own.Wait() })
 }
 
 // Every attempt failing: the import ends as without WithReconnect, and the
 // end handler hears the last attempt's error.
 func TestImport_Item10a_ReconnectGivesUp(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := fineServer()
+	cs, kill := p.mustConnect(t, server)
 	var attempts atomic.Int32
 	connect := func(context.Context) (*sdk.ClientSession, error) {
 		return nil, fmt.Errorf("refused %d", attempts.Add(1))
@@ -196,7 +247,7 @@ func TestImport_Item10a_ReconnectGivesUp(t *testing.T) {
 	ended := make(chan error, 1)
 	im := mustImport(t, reg.Global(), cs, mcp.WithReconnect(connect, fastBackoff), mcp.WithEndHandler(func(err error) { ended <- err }))
 	kill()
-	err = recv(t, ended, "the end handler")
+	err := recv(t, ended, "the end handler")
 	if !errors.Is(err, mcp.ErrServerGone) || attempts.Load() != 3 {
 		t.Fatalf("end: %v after %d attempts", err, attempts.Load())
 	}
@@ -208,14 +259,8 @@ func TestImport_Item10a_ReconnectGivesUp(t *testing.T) {
 // Close during a reconnect attempt ends the attempt (its ctx) and returns.
 func TestImport_Item10a_CloseWhileReconnecting(t *testing.T) {
 	p := newPipes(t)
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	cs, kill, err := p.connect(ctx, server)
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := fineServer()
+	cs, kill := p.mustConnect(t, server)
 	entered := make(chan struct{}, 1)
 	left := make(chan error, 1)
 	connect := func(ctx context.Context) (*sdk.ClientSession, error) {
@@ -230,9 +275,7 @@ func TestImport_Item10a_CloseWhileReconnecting(t *testing.T) {
 	}))
 	kill()
 	recv(t, entered, "the reconnect attempt")
-	closed := make(chan struct{})
-	go func() { im.Close(); close(closed) }()
-	recv(t, closed, "Close")
+	returns(t, "Close", im.Close)
 	recv(t, left, "the attempt's ctx to end")
 	if !errors.Is(im.Err(), mcp.ErrImportClosed) {
 		t.Fatalf("Err: %v", im.Err())
@@ -245,8 +288,7 @@ func TestImport_Item10a_CloseWhileReconnecting(t *testing.T) {
 func TestImport_Item10a_HandlersMayClose(t *testing.T) {
 	t.Run("end handler", func(t *testing.T) {
 		p := newPipes(t)
-		server := newServer(nil)
-		textTool(server, "fine", "fine")
+		server := fineServer()
 		cs, kill, err := p.connect(context.Background(), server)
 		if err != nil {
 			t.Fatal(err)
@@ -351,37 +393,15 @@ func TestImport_Item10a_RandomizedDeathsAnsweredOnce(t *testing.T) {
 					}
 					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
 				})
-			ctx, cancel := context.WithTimeout(context.Background(), bound)
-			defer cancel()
-			cs, kill, err := p.connect(ctx, server)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var killMu sync.Mutex
-			kills := []func(){kill}
+			cs, kill := p.mustConnect(t, server)
 			reconnects := rng.IntN(3)
-			var made atomic.Int32
-			connect := func(ctx context.Context) (*sdk.ClientSession, error) {
-				if int(made.Add(1)) > reconnects {
-					return nil, errors.New("no server")
-				}
-				cs, kill, err := p.connect(ctx, server)
-				if err == nil {
-					killMu.Lock()
-					kills = append(kills, kill)
-					killMu.Unlock()
-				}
-				return cs, err
-			}
+			d := p.dialer(kill, int32(reconnects), func(int32) *sdk.Server { return server })
 			reg, err := runtime.New()
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer reg.Close(context.Background())
-			im, err := mcp.Import(ctx, reg.Global(), cs, mcp.WithReconnect(connect, fastBackoff), mcp.WithReadOnlyParallel())
-			if err != nil {
-				t.Fatal(err)
-			}
+			im := mustImport(t, reg.Global(), cs, mcp.WithReconnect(d.connect, fastBackoff), mcp.WithReadOnlyParallel())
 			const calls = 60
 			var answered [calls]atomic.Int32
 			var wg sync.WaitGroup
@@ -398,14 +418,9 @@ func TestImport_Item10a_RandomizedDeathsAnsweredOnce(t *testing.T) {
 			}
 			for range 1 + rng.IntN(3) {
 				time.Sleep(time.Duration(rng.IntN(4)) * time.Millisecond)
-				killMu.Lock()
-				k := kills[len(kills)-1]
-				killMu.Unlock()
-				k()
+				d.killNewest()
 			}
-			waited := make(chan struct{})
-			go func() { wg.Wait(); close(waited) }()
-			recv(t, waited, fmt.Sprintf("round %d: every call to be answered", round))
+			returns(t, fmt.Sprintf("round %d: every call to be answered", round), wg.Wait)
 			close(codes)
 			seen := map[runtime.Code]int{}
 			for c := range codes {
@@ -491,8 +506,7 @@ func TestImport_Item10a_ServerProcessKilledReconnects(t *testing.T) {
 // the server count as its end (and an answer in between resets the
 // count).
 func TestImport_Item10a_UnreachableHTTPServerEnds(t *testing.T) {
-	server := newServer(nil)
-	textTool(server, "fine", "fine")
+	server := fineServer()
 	c := connectHTTP(t, server)
 	reg := newRegistry(t)
 	im := mustImport(t, reg.Global(), c.session, mcp.WithUnreachableAfter(2))
