@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -137,37 +138,26 @@ func (g *grain) Receive(c actor.Context) {
 		c.Respond(&clustermsg.MutationReply{Failure: failure(newError(CodeScopeUnavailable, "this actor was not activated as a tree grain"))})
 		return
 	}
-	t, sys := g.t, c.ActorSystem()
+	m := c.Message()
+	r, ok := routes[reflect.TypeOf(m)]
+	if !ok {
+		c.Respond(&clustermsg.MutationReply{Failure: failure(newError(CodeInvalid, "a tree grain does not answer a %T (package clustermsg lists what it answers)", m))})
+		return
+	}
+	t, sys, h := g.t, c.ActorSystem(), m.(request).GetHeader() // every routed kind is a request
 	var work func() proto.Message
-	switch m := c.Message().(type) {
-	case *clustermsg.ExecuteRequest:
-		if !t.sameTree(m.GetHeader()) {
-			work = func() proto.Message { return t.wrongTree(m) }
-			break
-		}
-		f := t.begin(m.GetHeader())
-		work = func() proto.Message { r := t.execute(f, m); t.end(f, r); return r }
-	case *clustermsg.ExecuteTurnRequest:
-		if !t.sameTree(m.GetHeader()) {
-			work = func() proto.Message { return t.wrongTree(m) }
-			break
-		}
-		f := t.begin(m.GetHeader())
-		work = func() proto.Message { r := t.turn(f, m); t.end(f, r); return r }
+	switch {
+	case !t.sameTree(h):
+		e := newError(CodeInvalid, "the request names tree %q but was delivered to tree %q's grain; nothing ran", h.GetTree(), t.id)
+		work = func() proto.Message { return r.wrong(e) }
+	case r.call != nil:
+		f := t.begin(h) // in Receive: a Cancel received after the request finds it
+		work = func() proto.Message { reply := r.call(t, f, m); t.end(f, reply); return reply }
 	default:
-		h, ok := m.(interface{ GetHeader() *clustermsg.Header })
-		if !ok {
-			c.Respond(&clustermsg.MutationReply{Failure: failure(newError(CodeInvalid, "a tree grain does not answer a %T (package clustermsg lists what it answers)", m))})
-			return
-		}
-		if !t.sameTree(h.GetHeader()) {
-			work = func() proto.Message { return t.wrongTree(m) }
-			break
-		}
 		work = func() proto.Message {
-			ctx, cancel := requestCtx(h.GetHeader())
+			ctx, cancel := requestCtx(h)
 			defer cancel()
-			return t.answer(ctx, m)
+			return r.answer(t, ctx, m)
 		}
 	}
 	g.busy.Add(1)
@@ -205,55 +195,55 @@ func activationID() string {
 
 func (t *tree) sameTree(h *clustermsg.Header) bool { return h.GetTree() == t.id }
 
-// wrongTree answers a request whose header names another tree than the
-// grain's identity: nothing runs.
-func (t *tree) wrongTree(m any) proto.Message {
-	e := newError(CodeInvalid, "the request names tree %q but was delivered to tree %q's grain; nothing ran", headerOf(m).GetTree(), t.id)
-	switch m := m.(type) {
-	case *clustermsg.ExecuteRequest:
-		return &clustermsg.ExecuteReply{Result: failResult(CodeInvalid, "%s", e.msg).Proto()}
-	case *clustermsg.ExecuteTurnRequest:
-		return turnError("%s", e.msg)
-	case *clustermsg.GetRequest:
-		return &clustermsg.GetReply{Failure: failure(e)}
-	case *clustermsg.SchemasRequest:
-		return &clustermsg.SchemasReply{Failure: failure(e)}
-	case *clustermsg.ExecutionModeRequest:
-		return &clustermsg.ExecutionModeReply{Failure: failure(e)}
-	default:
-		_ = m
-		return refused(e)
-	}
+// route is how a tree grain answers one request kind: a call (Execute,
+// ExecuteTurn) runs between begin and end, so CancelRequest reaches it and
+// a duplicate waits for it; any other request is answered under its
+// header's deadline. wrong is the kind's reply to a request whose header
+// names another tree than the grain's: nothing runs.
+type route struct {
+	call   func(t *tree, f *flight, m any) proto.Message
+	answer func(t *tree, ctx context.Context, m any) proto.Message
+	wrong  func(e *Error) proto.Message
 }
 
-func headerOf(m any) *clustermsg.Header {
-	if h, ok := m.(interface{ GetHeader() *clustermsg.Header }); ok {
-		return h.GetHeader()
-	}
-	return nil
+// request is a request kind a route answers: it carries a header.
+type request interface{ GetHeader() *clustermsg.Header }
+
+func callRoute[Req request, Rep proto.Message](run func(*tree, *flight, Req) Rep, wrong func(*Error) proto.Message) route {
+	return route{call: func(t *tree, f *flight, m any) proto.Message { return run(t, f, m.(Req)) }, wrong: wrong}
+}
+
+func answerRoute[Req request, Rep proto.Message](run func(*tree, context.Context, Req) Rep, wrong func(*Error) proto.Message) route {
+	return route{answer: func(t *tree, ctx context.Context, m any) proto.Message { return run(t, ctx, m.(Req)) }, wrong: wrong}
+}
+
+// mutationRoute answers a mutation; another tree's is refused.
+func mutationRoute[Req request](run func(*tree, context.Context, Req) *clustermsg.MutationReply) route {
+	return answerRoute(run, func(e *Error) proto.Message { return refused(e) })
+}
+
+// routes are the request kinds a tree grain answers (CancelRequest aside:
+// Receive handles it at once).
+var routes = map[reflect.Type]route{
+	reflect.TypeFor[*clustermsg.ExecuteRequest](): callRoute((*tree).execute, func(e *Error) proto.Message {
+		return &clustermsg.ExecuteReply{Result: failResult(CodeInvalid, "%s", e.msg).Proto()}
+	}),
+	reflect.TypeFor[*clustermsg.ExecuteTurnRequest]():   callRoute((*tree).turn, func(e *Error) proto.Message { return turnError("%s", e.msg) }),
+	reflect.TypeFor[*clustermsg.GetRequest]():           answerRoute((*tree).get, func(e *Error) proto.Message { return &clustermsg.GetReply{Failure: failure(e)} }),
+	reflect.TypeFor[*clustermsg.SchemasRequest]():       answerRoute((*tree).schemas, func(e *Error) proto.Message { return &clustermsg.SchemasReply{Failure: failure(e)} }),
+	reflect.TypeFor[*clustermsg.ExecutionModeRequest](): answerRoute((*tree).mode, func(e *Error) proto.Message { return &clustermsg.ExecutionModeReply{Failure: failure(e)} }),
+	reflect.TypeFor[*clustermsg.RestrictRequest]():      mutationRoute((*tree).restrict),
+	reflect.TypeFor[*clustermsg.MountRequest]():         mutationRoute((*tree).mount),
+	reflect.TypeFor[*clustermsg.AddGuardRequest]():      mutationRoute((*tree).addGuard),
+	reflect.TypeFor[*clustermsg.UndoRequest]():          mutationRoute((*tree).undo),
+	reflect.TypeFor[*clustermsg.NewScopeRequest]():      mutationRoute((*tree).newScope),
+	reflect.TypeFor[*clustermsg.DisposeRequest]():       mutationRoute((*tree).dispose),
 }
 
 // answer answers a request that is not a call (reads and mutations).
 func (t *tree) answer(ctx context.Context, m any) proto.Message {
-	switch m := m.(type) {
-	case *clustermsg.GetRequest:
-		return t.get(ctx, m)
-	case *clustermsg.SchemasRequest:
-		return t.schemas(ctx, m)
-	case *clustermsg.ExecutionModeRequest:
-		return t.mode(ctx, m)
-	case *clustermsg.RestrictRequest:
-		return t.restrict(ctx, m)
-	case *clustermsg.MountRequest:
-		return t.mount(ctx, m)
-	case *clustermsg.AddGuardRequest:
-		return t.addGuard(ctx, m)
-	case *clustermsg.UndoRequest:
-		return t.undo(ctx, m)
-	case *clustermsg.NewScopeRequest:
-		return t.newScope(ctx, m)
-	case *clustermsg.DisposeRequest:
-		return t.dispose(ctx, m)
+	if r, ok := routes[reflect.TypeOf(m)]; ok && r.answer != nil {
+		return r.answer(t, ctx, m)
 	}
 	return refused(newError(CodeInvalid, "a tree grain does not answer a %T", m))
 }
