@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -269,5 +273,99 @@ func TestSimulatedTool_RefusesBadConfig(t *testing.T) {
 	}
 	if _, err := SimulatedTool(Tool{Name: "x", Mode: ModeByArgument, OutputBytes: 3}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// wallScenario builds a small wall-clock scenario from r: a few agents
+// (sometimes with sub-agents and a level denying a tool), tools of every
+// mode with sub-millisecond latencies, failures and hangs under a 50 ms
+// timeout, a closed loop or a fast open one.
+func wallScenario(r *rand.Rand) string {
+	var tools []string
+	modes := []string{ModeParallel, ModeExclusive, ModeByArgument}
+	n := 1 + r.IntN(4)
+	for i := range n {
+		mode := modes[r.IntN(3)]
+		t := fmt.Sprintf(`{"name":"t%d","mode":%q,"latency":{"kind":"uniform","min":"0s","max":"%dus"}`, i, mode, 1+r.IntN(800))
+		if mode == ModeByArgument {
+			t += fmt.Sprintf(`,"parallelFraction":%.2f`, r.Float64())
+		}
+		if r.IntN(2) == 0 {
+			t += fmt.Sprintf(`,"timeout":"50ms","timeoutRate":%.2f`, r.Float64()*0.2)
+		}
+		if r.IntN(2) == 0 {
+			t += fmt.Sprintf(`,"failureRate":%.2f`, r.Float64()*0.3)
+		}
+		tools = append(tools, t+`,"outputBytes":8}`)
+	}
+	agents := fmt.Sprintf(`{"count":%d}`, 1+r.IntN(4))
+	if r.IntN(2) == 0 {
+		levels := ""
+		if n > 1 {
+			levels = fmt.Sprintf(`,"levels":[{},{"deny":["t%d"]}]`, r.IntN(n))
+		}
+		agents = fmt.Sprintf(`{"count":%d,"subAgents":%d,"depth":1%s}`, 1+r.IntN(3), 1+r.IntN(2), levels)
+	}
+	turns := fmt.Sprintf(`"perAgent":%d,"callsPerTurn":{"min":1,"max":%d}`, 1+r.IntN(5), 1+r.IntN(6))
+	model := `{"model":"closed"}`
+	if r.IntN(2) == 0 {
+		model = fmt.Sprintf(`{"model":"open","rate":%d,"arrival":"poisson","maxInFlight":%d}`, 200+r.IntN(2000), 1+r.IntN(6))
+	}
+	return fmt.Sprintf(`{"name":"random","seed":%d,"registry":{"maxParallel":%d},"agents":%s,"tools":[%s],"turns":{%s},"load":%s}`,
+		r.IntN(1000), 1+r.IntN(4), agents, strings.Join(tools, ","), turns, model)
+}
+
+// TestRemote_RandomScenariosChecker: random scenarios through a Remote.
+// Invariants: the run completes; every call of the report is answered
+// exactly once on the remote, carrying the agent, tool and arguments the
+// in-process run of the same scenario gave it; the injected failures are
+// the in-process run's; no goroutine is left behind.
+func TestRemote_RandomScenariosChecker(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 4))
+	n := 16
+	if testing.Short() {
+		n = 5
+	}
+	before := goruntime.NumGoroutine()
+	for i := range n {
+		doc := wallScenario(r)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			local := map[string]seenCall{}
+			var mu sync.Mutex
+			spy := runtime.WithHooks(runtime.Hooks{CallFinished: func(ex runtime.Execution, _ runtime.CallDone) {
+				args, _ := ex.Arguments()
+				mu.Lock()
+				local[ex.CallID()] = seenCall{ex.Agent(), ex.Name(), string(args)}
+				mu.Unlock()
+			}})
+			in := runBounded(t, context.Background(), mustParse(t, doc), Options{RegistryOptions: []runtime.Option{spy}})
+			rm := &registryRemote{}
+			rep := runBounded(t, context.Background(), mustParse(t, doc), Options{Remote: rm})
+			if rep.Stopped != StoppedComplete || rep.Calls == 0 || rep.Results != rep.Calls || rep.Events.Finished != rep.Calls || int64(len(rm.seen)) != rep.Calls {
+				t.Fatalf("stopped %s, calls %d, results %d, finished %d, the remote ran %d\n%s", rep.Stopped, rep.Calls, rep.Results, rep.Events.Finished, len(rm.seen), doc)
+			}
+			if len(local) != len(rm.seen) {
+				t.Fatalf("in process %d calls, remote %d\n%s", len(local), len(rm.seen), doc)
+			}
+			for id, c := range local {
+				if rm.seen[id] != c {
+					t.Fatalf("call %s: in process %+v, remote %+v\n%s", id, c, rm.seen[id], doc)
+				}
+			}
+			if rep.Failures[CodeInjectedFailure] != in.Failures[CodeInjectedFailure] {
+				t.Fatalf("injected failures: remote %d, in process %d\n%s", rep.Failures[CodeInjectedFailure], in.Failures[CodeInjectedFailure], doc)
+			}
+			if rm.closed != 1 {
+				t.Fatalf("Close ran %d times", rm.closed)
+			}
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for goruntime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines: %d before, %d after\n%s", before, goruntime.NumGoroutine(), buf[:goruntime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
