@@ -32,6 +32,10 @@
 // trace context travels so the remote execute_tool span is the caller's
 // child.
 //
+// Load tests: package loadtarget runs a load scenario (package load) on a
+// cluster — its trees, its catalog, its store — through the client
+// (go run ./cluster/cmd/toolscope-load-cluster -members 3).
+//
 // The wire protocol is package clustermsg. Failure semantics — what a
 // caller sees when a member dies mid-call, mid-turn or mid-mutation — are
 // in docs/cluster.md.

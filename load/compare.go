@@ -127,7 +127,9 @@ func Compare(a, b *Report, noise float64) []Diff {
 	}
 	lat("turn", a.TurnLatency, b.TurnLatency, ta.turnP50, tb.turnP50, ta.turnP99, tb.turnP99)
 	lat("call", a.CallLatency, b.CallLatency, ta.callP50, tb.callP50, ta.callP99, tb.callP99)
-	lat("admission wait", a.AdmissionWait, b.AdmissionWait, nil, nil, nil, nil)
+	if a.Measured(FigureAdmissionWait) && b.Measured(FigureAdmissionWait) {
+		lat("admission wait", a.AdmissionWait, b.AdmissionWait, nil, nil, nil, nil)
+	}
 	failRate := func(r *Report) float64 {
 		if r.Results == 0 {
 			return 0

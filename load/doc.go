@@ -133,9 +133,25 @@
 // calls overlap depend on the machine; the calls, arguments and results
 // do not.
 //
+// # Remote agents
+//
+// Options.Remote runs the agents and their simulated tools elsewhere (a
+// Remote): the generator is the same, each agent is made there (with its
+// level's restriction) and each turn runs there, timed on the client's
+// side. The cluster target (cluster/loadtarget, go run
+// ./cluster/cmd/toolscope-load-cluster) makes every top-level agent a
+// cluster tree whose members build the tools from their scenario
+// description (SimulatedTool). A call's latency is then the time until
+// its result reached the client; admission wait, call service and the
+// parallelism saved happen out of sight and are reported as not measured
+// (Report.NotMeasured: absent from report.json, "not measured" in the
+// summary and the page), never as zero. The queue depth is the turns in
+// flight the generator counts, as in process. A Remote runs on the wall
+// clock only (Virtual, Record, Replay and a Target are refused).
+//
 // # Not yet
 //
-// A cluster target waits for the cluster's client handle; cmd/demo has no
+// cmd/demo has no
 // -virtual (its nested turns and code mode are scheduling the model above
 // does not cover); a Target runs on the wall clock only (Virtual, Record
 // and Replay with a Target are refused: a remote server neither sleeps on

@@ -91,8 +91,21 @@ func (r *Report) htmlView() htmlView {
 		{"queue depth", strconv.FormatInt(r.QueueDepth.MaxTurnsInFlight, 10), "kpi.queueDepth.maxTurnsInFlight", "turns max"},
 		{"parallelism saved", num(r.Parallelism.SavedSeconds), "kpi.parallelism.savedSeconds", "s"},
 	}
+	if !r.Measured(FigureParallelism) {
+		v.KPIs[len(v.KPIs)-1].Value, v.KPIs[len(v.KPIs)-1].Unit = "–", "not measured"
+	}
+	if r.Target != "" {
+		v.Subtitle += " · " + r.Target
+	}
 	latRow := func(name, key string, l Latency) htmlRow {
 		row := htmlRow{Name: name}
+		if !r.Measured(key) {
+			row.Name += " (not measured)"
+			for _, k := range []string{"count", "p50Ms", "p90Ms", "p99Ms", "p999Ms", "maxMs", "meanMs"} {
+				row.Cells = append(row.Cells, htmlCell{key + "." + k, "–"})
+			}
+			return row
+		}
 		row.Cells = append(row.Cells, htmlCell{key + ".count", strconv.FormatInt(l.Count, 10)})
 		for _, c := range []struct {
 			k string
@@ -170,6 +183,10 @@ func (r *Report) htmlView() htmlView {
 		{ID: "admission", Title: "Admission wait", Note: "dispatched calls by their wait for admission (power-of-two buckets)",
 			Legend: []htmlLegend{{"s-bar", "calls"}},
 			SVG:    histogramChart("admission", r.AdmissionWait.Buckets)},
+	}
+	if !r.Measured(FigureAdmissionWait) {
+		var b svgBuf
+		v.Charts[len(v.Charts)-1].SVG = b.empty("admission", "not measured: admission happens out of the client's sight")
 	}
 	return v
 }

@@ -119,9 +119,9 @@ type Report struct {
 	} `json:"throughput"`
 
 	CallLatency   Latency `json:"callLatency"`
-	CallService   Latency `json:"callService"`
+	CallService   Latency `json:"callService,omitzero"`
 	TurnLatency   Latency `json:"turnLatency"`
-	AdmissionWait Latency `json:"admissionWait"`
+	AdmissionWait Latency `json:"admissionWait,omitzero"`
 
 	// QueueDepth: the most turns in flight at once, overall and for one
 	// agent scope (in the closed model at most 1 per agent by construction).
@@ -139,7 +139,17 @@ type Report struct {
 		SerialSeconds float64 `json:"serialSeconds"`
 		TurnSeconds   float64 `json:"turnSeconds"`
 		SavedSeconds  float64 `json:"savedSeconds"`
-	} `json:"parallelism"`
+	} `json:"parallelism,omitzero"`
+
+	// Target says where the calls went when not to the run's own
+	// simulated tools in process (set by the command that ran it, e.g.
+	// "cluster of 3 in-process members"; empty: in process).
+	Target string `json:"target,omitempty"`
+	// NotMeasured names the figures the run could not observe
+	// (FigureAdmissionWait, FigureCallService, FigureParallelism: a
+	// Remote's runs its calls out of the client's sight); those figures
+	// are absent from report.json and shown as not measured, never as 0.
+	NotMeasured []string `json:"notMeasured,omitempty"`
 
 	Tools map[string]*ToolReport `json:"tools"`
 
@@ -395,7 +405,13 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	a.accMu.Lock()
 	a.accs.add(acc)
 	a.accMu.Unlock()
-	res, err := a.scope.ExecuteTurn(ctx, calls, runtime.WithTurnID(id))
+	var res *runtime.TurnResult
+	var err error
+	if a.remote == nil {
+		res, err = a.scope.ExecuteTurn(ctx, calls, runtime.WithTurnID(id))
+	} else {
+		res, err = remoteTurn(ctx, a, acc, id, calls)
+	}
 	done := c.env.clk.now()
 	a.inFlight.Add(-1)
 	c.inFlight.Add(-1)
@@ -526,11 +542,18 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("scenario\t%s (%s loop, seed %d, %d agents)\n", r.Scenario, r.Model, r.Seed, r.Agents)
 	p("run\t%.2f s, %s\n", r.Elapsed, r.Stopped)
+	if r.Target != "" {
+		p("target\t%s\n", r.Target)
+	}
 	p("turns\t%d done of %d planned (%d started, %d errors)\n", r.TurnsDone, r.TurnsPlanned, r.TurnsStarted, r.TurnErrors)
 	p("calls\t%d made, %d results, %d failed\n", r.Calls, r.Results, sumCounts(r.Failures))
 	p("throughput\t%.1f turns/s, %.1f calls/s\n", r.Throughput.TurnsPerSecond, r.Throughput.CallsPerSecond)
 	p("queue depth\tmax %d turns in flight, max %d for one agent\n", r.QueueDepth.MaxTurnsInFlight, r.QueueDepth.MaxTurnsInFlightPerAgent)
-	p("parallelism\t%.3f s of calls ran in %.3f s of turns: %.3f s saved\n", r.Parallelism.SerialSeconds, r.Parallelism.TurnSeconds, r.Parallelism.SavedSeconds)
+	if r.Measured(FigureParallelism) {
+		p("parallelism\t%.3f s of calls ran in %.3f s of turns: %.3f s saved\n", r.Parallelism.SerialSeconds, r.Parallelism.TurnSeconds, r.Parallelism.SavedSeconds)
+	} else {
+		p("parallelism\tnot measured (out of the client's sight)\n")
+	}
 	p("\n")
 	p("latency (ms)\tcount\tp50\tp90\tp99\tp99.9\tmax\tmean\n")
 	row := func(name string, l Latency) {
@@ -538,8 +561,16 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	}
 	row("turn", r.TurnLatency)
 	row("call", r.CallLatency)
-	row("call service", r.CallService)
-	row("admission wait", r.AdmissionWait)
+	for _, f := range []struct {
+		name, figure string
+		l            Latency
+	}{{"call service", FigureCallService, r.CallService}, {"admission wait", FigureAdmissionWait, r.AdmissionWait}} {
+		if r.Measured(f.figure) {
+			row(f.name, f.l)
+		} else {
+			p("%s\tnot measured (out of the client's sight)\n", f.name)
+		}
+	}
 	for _, name := range sortedToolNames(r.Tools) {
 		if l := r.Tools[name].Latency; l != nil {
 			row("  "+name, *l)
@@ -561,6 +592,17 @@ func (r *Report) WriteSummary(w io.Writer) error {
 			r.Events.Finished, r.Events.Dropped, r.Events.Missing)
 	}
 	return tw.Flush()
+}
+
+// Measured says whether the run measured figure (one of FigureAdmissionWait,
+// FigureCallService, FigureParallelism; any other name: true).
+func (r *Report) Measured(figure string) bool {
+	for _, f := range r.NotMeasured {
+		if f == figure {
+			return false
+		}
+	}
+	return true
 }
 
 // raiseMax sets *m to n if n is larger.

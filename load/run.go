@@ -43,6 +43,9 @@ type Options struct {
 	// Target, if set, provides the tools the calls go to instead of the
 	// simulated ones (see Target).
 	Target Target
+	// Remote, if set, runs the agents and their simulated tools there
+	// (a cluster) instead of in an in-process registry (see Remote).
+	Remote Remote
 	// Virtual runs on virtual time (see the package doc): the registry,
 	// the generator and the tool bodies share a simclock.Clock, the
 	// report's times are the clock's, and the run takes as long as the
@@ -159,6 +162,7 @@ type agent struct {
 	accs     turnAccs   // its turns in flight, for the collector's hooks
 	turns    int
 	target   []TargetTool // with a Target: how to call each of the scenario's tools
+	remote   RemoteAgent  // with a Remote: where its turns run (scope is nil)
 	lastArgs callArgs     // the arguments of its last call to a simulated tool
 	lastText string       // and their text
 }
@@ -239,6 +243,10 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		// outputs from a log: its calls would break both models.
 		return nil, errors.New("load: a Target runs on the wall clock only: Virtual, Record and Replay are for the simulated tools")
 	}
+	if opts.Remote != nil && (opts.Target != nil || opts.Virtual || opts.Replay != nil || opts.Record != nil) {
+		// Its clock and its tools are the remote's own.
+		return nil, errors.New("load: a Remote runs on the wall clock with its own simulated tools: Target, Virtual, Record and Replay are for in-process runs")
+	}
 	if opts.Replay != nil {
 		scenario = opts.Replay.Scenario
 	}
@@ -285,7 +293,7 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 		}
 	}
 	for _, t := range sc.Tools {
-		if opts.Target != nil {
+		if opts.Target != nil || opts.Remote != nil {
 			break
 		}
 		d, err := toolDefinition(t, env)
@@ -298,7 +306,16 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 			return nil, fmt.Errorf("load: tool %s: %w", t.Name, err)
 		}
 	}
-	agents, err := buildForest(reg, sc, targetTools)
+	var agents []*agent
+	if opts.Remote != nil {
+		agents, err = startRemote(ctx, opts.Remote, sc)
+		if err == nil {
+			inner := closeReg
+			closeReg = func() { closeRemote(opts.Remote); inner() }
+		}
+	} else {
+		agents, err = buildForest(reg, sc, targetTools)
+	}
 	if err != nil {
 		closeReg()
 		return nil, err
@@ -395,6 +412,9 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	closeReg() // the calls in flight drain: every hook has run
 
 	rep := col.report(sc, len(agents), elapsed)
+	if opts.Remote != nil {
+		rep.NotMeasured = []string{FigureAdmissionWait, FigureCallService, FigureParallelism}
+	}
 	env.annotate(rep)
 	switch {
 	case rep.Stall != "":
@@ -438,13 +458,8 @@ func buildForest(reg *runtime.Registry, sc *Scenario, target []TargetTool) ([]*a
 				}
 			}
 		}
-		a := &agent{key: key, depth: depth, scope: s, rng: rand.New(rand.NewPCG(seed, uint64(len(agents)))), target: target}
-		a.picks = sc.pickable(depth)
-		var c float64
-		for _, i := range a.picks {
-			c += sc.weight(sc.Tools[i].Name)
-			a.cum = append(a.cum, c)
-		}
+		a := newAgent(sc, key, depth, rand.New(rand.NewPCG(seed, uint64(len(agents)))))
+		a.scope, a.target = s, target
 		agents = append(agents, a)
 		if depth < sc.Agents.Depth {
 			for i := range sc.Agents.SubAgents {
@@ -461,6 +476,19 @@ func buildForest(reg *runtime.Registry, sc *Scenario, target []TargetTool) ([]*a
 		}
 	}
 	return agents, nil
+}
+
+// newAgent is agent key at depth with its generator rng and the tools its
+// level may pick.
+func newAgent(sc *Scenario, key string, depth int, rng *rand.Rand) *agent {
+	a := &agent{key: key, depth: depth, rng: rng}
+	a.picks = sc.pickable(depth)
+	var c float64
+	for _, i := range a.picks {
+		c += sc.weight(sc.Tools[i].Name)
+		a.cum = append(a.cum, c)
+	}
+	return a
 }
 
 // sleepCtx sleeps d or until ctx ends; false when ctx ended.

@@ -2,7 +2,8 @@
 // machine: it hosts agent trees as grains (cluster.Kind) with the fixture
 // code of the multi-process tests (cluster/internal/fixture: global tools
 // record, g2, g3, slow; catalog entries echo and deny; every body appends
-// its call id to -calls and fsyncs), its state in the JetStream store at
+// its call id to -calls and fsyncs) and the load tool's simulated tools
+// (cluster/loadtarget: toolscope-load-cluster -peers runs scenarios on it), its state in the JetStream store at
 // -nats, membership by protoactor's automanaged provider on loopback, gRPC
 // on 127.0.0.1 at a port of the system's choosing.
 //

@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolscope/toolscope/cluster"
 	"github.com/toolscope/toolscope/cluster/internal/fixture"
+	"github.com/toolscope/toolscope/cluster/loadtarget"
 )
 
 // Main runs one member with the command-line arguments args (without the
@@ -77,6 +78,9 @@ func Main(args []string, stdout io.Writer) error {
 	defer rec.Close()
 	catalog, err := fixture.NewCatalog(rec)
 	if err != nil {
+		return err
+	}
+	if err := loadtarget.AddTo(catalog); err != nil { // load scenarios: toolscope-load-cluster -peers
 		return err
 	}
 
