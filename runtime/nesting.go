@@ -194,6 +194,9 @@ func (r *Registry) acquire(s *execState, sh *scopeState, parallel bool) *Result 
 				s.hold(sh, !parallel, true)
 				return nil
 			}
+			if f := r.cfg.afterFastPathFailed; f != nil {
+				f(s.name)
+			}
 			out := admitGone
 			if line := r.lineFor(sh); line != nil {
 				out = line.admitWait(s.ctx(), parallel, t)
