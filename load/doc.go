@@ -96,13 +96,19 @@
 // each hand-off to them, following the contract's scheduling of a turn and
 // a scope (docs/contract.md#r92, #r94, #r95, #n1): a call its turn lets go
 // and its scope admits is held until its body starts; a call blocked at
-// admission until it reaches it; a call after its body until its dispatch
+// admission until it is in the scope's admission line (past its guards,
+// and counted by Registry.Queued: were the clock to move while it is on
+// its way, a call arriving later could be admitted ahead of it, unlike the
+// model); a call after its body until its dispatch
 // ends, or until it is committed when it is next to commit; the agent
 // after its turn's last commit. So no time passes while the registry works,
 // and none is lost while everything sleeps. Tools that block on anything
 // but the clock, or scheduling the model does not know (nested calls), are
 // outside it: a clock that stands still, held, for StallAfter (10 s of wall
-// time) stops the run with Report.Stall instead of hanging.
+// time) stops the run with Report.Stall instead of hanging. The report
+// says what held the clock: its state (simclock.Clock.State: holds, tasks
+// asleep, deadlines) and the holds the run took, by call ("a0/2/3
+// admitted, body not begun").
 //
 // # Record and replay
 //

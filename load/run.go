@@ -325,7 +325,7 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	for _, a := range agents {
 		col.agents[a.key] = a
 	}
-	env.start()
+	env.start(reg)
 
 	planned := int64(len(agents)) * int64(sc.Turns.PerAgent)
 	col.turnsPlanned = planned

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -62,6 +63,9 @@ type vmodel struct {
 	clk         *simclock.Clock
 	maxParallel int
 
+	reg  interface{ Queued() int } // the registry: whose admission lines count a queued call
+	done <-chan struct{}           // the run's turns are cancelled (the watchdog or Run's ctx)
+
 	mu     sync.Mutex
 	calls  map[string]*vcall
 	scopes map[string]*vscope
@@ -99,6 +103,7 @@ type vcall struct {
 	dispatched   bool // its dispatch finished (StageDispatched)
 	postHold     bool // the clock is held for its way from the body to its dispatch's end or its commit
 	queueHold    bool // the clock is held for its way to its scope's admission, where it waits
+	guarded      bool // past its guards while the model saw it queued: in the registry's line, or on its way
 }
 
 // callEntered: the registry classified call id (Hooks.CallStart).
@@ -209,15 +214,105 @@ func (m *vmodel) pendingLocked(c *vcall) {
 	m.clk.Acquire()
 }
 
+// testAfterGuards, when set by a test, runs on a call's goroutine right
+// after the model heard of its guards (queued: the model sees it wait at
+// its admission), before the call goes on to its scope's admission.
+var testAfterGuards func(id string, queued bool, clk *simclock.Clock)
+
 // guarded: call id passed its guards (StageGuards): it is at its scope's
 // admission, where the model says it waits.
-func (m *vmodel) guarded(id string) {
+//
+// Its guards passed, the call is still on its way: the admission line
+// counts it only once its gate's fast path has failed (Registry.Queued),
+// and no hook says when. Were its hold given up here, the clock could
+// move while its goroutine is between the two — a call arriving later
+// would then find the gate free and be admitted ahead of it, unlike the
+// model (docs/contract.md#n1: first come, first served), and the model's
+// hold for the call it lets start next would never be taken over (a
+// stall). So the hold is given up once the registry's line counts every
+// call the model sees in it (inLineLocked), watched from a goroutine of
+// its own: that wait is on wall time only, with the clock held.
+//
+// That closes it: Registry.Queued counts a call only once its gate's fast
+// path has failed, and that same atomic step gives the call its place in
+// the line (docs/contract.md#n1: a caller that fails the fast path later
+// never overtakes it, even if it reaches the line first).
+func (m *vmodel) guarded(id string) (queued bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := m.calls[id]; c != nil && c.queueHold {
+	c := m.calls[id]
+	if c == nil || !c.queueHold {
+		return false
+	}
+	c.guarded = true
+	if m.reg == nil { // no registry to ask (a model driven by hand)
 		c.queueHold = false
 		m.clk.Release()
+		return true
 	}
+	go m.awaitInLine(c)
+	return true
+}
+
+// awaitInLine gives up c's hold (queueHold) once c is in its scope's
+// admission line, or no longer waits at it (admitted, or its turn over),
+// or the run is cancelled.
+func (m *vmodel) awaitInLine(c *vcall) {
+	for spin := 0; ; spin++ {
+		m.mu.Lock()
+		if !c.queueHold { // given up by endTurn
+			m.mu.Unlock()
+			return
+		}
+		if c.state != vQueued || m.inLineLocked() || m.cancelled() {
+			c.queueHold = false
+			m.clk.Release()
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		if spin < 64 {
+			goruntime.Gosched()
+		} else {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+func (m *vmodel) cancelled() bool {
+	if m.done == nil {
+		return false
+	}
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// inLineLocked reports whether the registry's admission lines count every
+// call the model sees in them: those past their guards it sees queued, and
+// those it let go from the queue whose bodies have not begun (the registry
+// may not have admitted them yet). The registry admits a call out of its
+// line before the call's body begins, so the count can fall short for a
+// moment (the wait goes on). It could also run over, with a call the model
+// let go straight from its turn (never queued) in a line for a moment —
+// the registry gives a slot back only after the body that held it
+// returned, the model as the body returns — so while any such call has
+// not begun its body the answer is no: the count would prove nothing.
+// Those calls hold the clock themselves and need nothing of it to begin.
+func (m *vmodel) inLineLocked() bool {
+	want := 0
+	for _, c := range m.calls {
+		switch {
+		case c.state == vPending && !c.guarded:
+			return false // perhaps in a line for a moment: wait until its body begins
+		case c.guarded && (c.state == vQueued || c.state == vPending):
+			want++
+		}
+	}
+	return m.reg.Queued() >= want
 }
 
 // bodyStart: the body of call id begins; it takes over the call's hold.
@@ -380,6 +475,42 @@ func (m *vmodel) endTurn(t *vturn) {
 	}
 }
 
+// holdsLocked names the holds the model has taken and not given up, the
+// first n of them by call id ("a0/2/3 pending", "a1/4 agent"): what a
+// stalled run's report shows.
+func (m *vmodel) holdsLocked(n int) string {
+	var hs []string
+	turns := map[*vturn]bool{}
+	for id, c := range m.calls {
+		if c.classifyHold {
+			hs = append(hs, id+" classify")
+		}
+		if c.queueHold {
+			hs = append(hs, id+" on its way to admission")
+		}
+		if c.state == vPending {
+			hs = append(hs, id+" admitted, body not begun")
+		}
+		if c.postHold {
+			hs = append(hs, id+" body ended, not committed")
+		}
+		if t := c.t; t.resumed && !t.over && !turns[t] {
+			turns[t] = true
+			hs = append(hs, turnOf(id)+" agent, turn returning")
+		}
+	}
+	if len(hs) == 0 {
+		return "none of its own"
+	}
+	sort.Strings(hs)
+	more := ""
+	if len(hs) > n {
+		more = fmt.Sprintf(" and %d more", len(hs)-n)
+		hs = hs[:n]
+	}
+	return strings.Join(hs, ", ") + more
+}
+
 // runEnv is what a run's generator and tool bodies share beyond the
 // scenario: the clock, virtual time's model, the recorder and the replayed
 // log. The zero value is a run on the wall clock that records nothing.
@@ -435,7 +566,10 @@ func (e *runEnv) registryOptions() []runtime.Option {
 			CallStage: func(ex runtime.Execution, st runtime.CallStage) {
 				switch st.Stage {
 				case runtime.StageGuards:
-					e.vm.guarded(ex.CallID())
+					queued := e.vm.guarded(ex.CallID())
+					if testAfterGuards != nil {
+						testAfterGuards(ex.CallID(), queued, e.clk.v)
+					}
 				case runtime.StageDispatched:
 					e.vm.dispatched(ex.CallID())
 				}
@@ -449,10 +583,11 @@ func (e *runEnv) registryOptions() []runtime.Option {
 	return o
 }
 
-func (e *runEnv) start() {
+func (e *runEnv) start(reg *runtime.Registry) {
 	e.startedAt = e.clk.now()
 	if e.clk.v != nil {
 		e.vm = newVModel(e.clk.v, e.maxPar)
+		e.vm.reg = reg
 	}
 }
 
@@ -538,6 +673,7 @@ func (e *runEnv) watch(ctx context.Context, stopStarting func()) (context.Contex
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	e.vm.done = ctx.Done()
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -556,20 +692,14 @@ func (e *runEnv) watch(ctx context.Context, stopStarting func()) (context.Contex
 				last, since = a, time.Now()
 				continue
 			}
-			holds, timers := e.clk.v.Pending()
+			holds, _ := e.clk.v.Pending()
 			if holds == 0 || time.Since(since) < StallAfter {
 				continue
 			}
+			st := e.clk.v.State()
 			e.vm.mu.Lock()
-			var pend []string
-			for id, c := range e.vm.calls {
-				if c.state == vPending && len(pend) < 5 {
-					pend = append(pend, id)
-				}
-			}
-			sort.Strings(pend)
-			e.stall = fmt.Sprintf("the clock stood still at +%v for %v with %d holds and %d deadlines; the model had %d calls waiting at admission and calls about to start %v",
-				e.clk.now().Sub(e.startedAt), StallAfter, holds, timers, e.vm.queued, pend)
+			e.stall = fmt.Sprintf("the clock stood still at +%v for %v: %v; the model had %d calls waiting at admission and held the clock for %s",
+				st.Now.Sub(e.startedAt), StallAfter, st, e.vm.queued, e.vm.holdsLocked(8))
 			e.vm.mu.Unlock()
 			stopStarting()
 			cancel()

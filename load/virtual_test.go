@@ -6,8 +6,13 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/toolscope/toolscope/runtime"
+	"github.com/toolscope/toolscope/simclock"
 )
 
 // An hour of simulated tool latency: 4 agents × 10 turns × 3 calls of an
@@ -76,6 +81,9 @@ func recordRun(t *testing.T, scenario string, virtual bool) (*Report, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	r := runBounded(t, context.Background(), mustParse(t, scenario), Options{Virtual: virtual, Record: &buf})
+	if r.Stall != "" {
+		t.Fatalf("the run stalled: %s", r.Stall)
+	}
 	return r, buf.Bytes()
 }
 
@@ -132,13 +140,19 @@ func canonical(log []byte) string {
 	return strings.Join(lines, "\n")
 }
 
+// openMixedScenario is mixedScenario on an open loop, with no think time:
+// one agent's turns overlap and queue at its admission.
+func openMixedScenario() string {
+	return strings.Replace(strings.Replace(mixedScenario, `"load": {"model": "closed"}`,
+		`"load": {"model": "open", "rate": 400, "arrival": "poisson", "maxInFlight": 4}`, 1),
+		`, "thinkTime": {"kind": "uniform", "min": "0s", "max": "10ms"}`, "", 1)
+}
+
 // TestRecord_SameSeedSameLog: the same seed and scenario on virtual time
 // give the same log, times included, closed and open loop (where one
 // agent's turns overlap and queue at its admission).
 func TestRecord_SameSeedSameLog(t *testing.T) {
-	open := strings.Replace(strings.Replace(mixedScenario, `"load": {"model": "closed"}`,
-		`"load": {"model": "open", "rate": 400, "arrival": "poisson", "maxInFlight": 4}`, 1),
-		`, "thinkTime": {"kind": "uniform", "min": "0s", "max": "10ms"}`, "", 1)
+	open := openMixedScenario()
 	for name, sc := range map[string]string{"closed": mixedScenario, "open": open} {
 		t.Run(name, func(t *testing.T) {
 			_, a := recordRun(t, sc, true)
@@ -153,5 +167,120 @@ func TestRecord_SameSeedSameLog(t *testing.T) {
 				t.Fatalf("logs differ in length: %d and %d lines", len(la), len(lb))
 			}
 		})
+	}
+}
+
+// TestVirtual_QueuedCallHoldsTheClockUntilInLine: a call the model sees
+// waiting at its scope's admission keeps the clock held until it is in the
+// registry's line, however long its goroutine takes from its guards to
+// the admission. Were the clock to move meanwhile, a call arriving later
+// could be admitted first (the model says otherwise): the log would differ
+// from the undisturbed run's, or the run stall on the hold of a call the
+// registry does not let start.
+func TestVirtual_QueuedCallHoldsTheClockUntilInLine(t *testing.T) {
+	open := openMixedScenario()
+	_, want := recordRun(t, open, true)
+	var mu sync.Mutex
+	var queued, moved []string
+	testAfterGuards = func(id string, q bool, clk *simclock.Clock) {
+		if !q {
+			return
+		}
+		// Slow on the way to the admission: until the clock moves, or
+		// (it is held, as it should be) a bound of wall time.
+		at := clk.Now()
+		bound := time.Now().Add(20 * time.Millisecond)
+		for clk.Now().Equal(at) && time.Now().Before(bound) {
+			time.Sleep(time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		queued = append(queued, id)
+		if !clk.Now().Equal(at) {
+			moved = append(moved, id)
+		}
+	}
+	defer func() { testAfterGuards = nil }()
+	_, got := recordRun(t, open, true)
+	if len(queued) == 0 {
+		t.Fatal("no call of the scenario waited at its admission")
+	}
+	if len(moved) > 0 {
+		t.Errorf("the clock moved while %d of %d queued calls were on their way to their admission: %v", len(moved), len(queued), moved)
+	}
+	if canonical(got) != canonical(want) {
+		t.Fatal("the log differs from the undisturbed run's")
+	}
+}
+
+// TestVirtual_StallReportNamesHolds: a run whose clock stands still, held,
+// is stopped, and its report names what holds the clock: the model's holds
+// by call and the clock's state.
+func TestVirtual_StallReportNamesHolds(t *testing.T) {
+	defer func(d time.Duration) { StallAfter = d }(StallAfter)
+	StallAfter = 200 * time.Millisecond
+	var once sync.Once
+	var stuck string
+	block := runtime.WithHooks(runtime.Hooks{CallStage: func(ex runtime.Execution, st runtime.CallStage) {
+		if st.Stage != runtime.StageDispatching {
+			return
+		}
+		once.Do(func() {
+			// Outside the clock, where the model cannot see: a bounded
+			// wait well past StallAfter.
+			stuck = ex.CallID()
+			time.Sleep(5 * StallAfter)
+		})
+	}})
+	r := runBounded(t, context.Background(), mustParse(t, hourScenario), Options{Virtual: true, RegistryOptions: []runtime.Option{block}})
+	if r.Stopped != StoppedStalled {
+		t.Fatalf("stopped %s, want %s", r.Stopped, StoppedStalled)
+	}
+	t.Log(r.Stall)
+	for _, want := range []string{stuck + " admitted, body not begun", "holds", "tasks asleep", "deadlines"} {
+		if !strings.Contains(r.Stall, want) {
+			t.Errorf("the stall report does not say %q:\n%s", want, r.Stall)
+		}
+	}
+}
+
+// queuedCount is a registry's Registry.Queued, set by hand.
+type queuedCount struct{ n atomic.Int64 }
+
+func (q *queuedCount) Queued() int { return int(q.n.Load()) }
+
+// TestVirtual_InLineOnlyWhenTheCountProvesIt: the model gives up a queued
+// call's hold only when the registry's lines count every call it sees in
+// them — and not while a call it let go straight to its body may be in a
+// line for a moment (its scope's slot not yet given back by the
+// registry), which the count cannot tell apart from the queued call.
+func TestVirtual_InLineOnlyWhenTheCountProvesIt(t *testing.T) {
+	clk := simclock.New()
+	release := clk.Hold()
+	defer release()
+	reg := &queuedCount{}
+	m := newVModel(clk, 10)
+	m.reg = reg
+	inLine := func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.inLineLocked() }
+
+	m.startTurn("s", []string{"s/0/0"}, []bool{false}) // exclusive, starts at once
+	m.bodyStart("s/0/0")
+	m.startTurn("s", []string{"s/1/0"}, []bool{false}) // waits for it at admission
+	m.startTurn("u", []string{"u/0/0"}, []bool{true})  // another scope: starts at once
+	if !m.guarded("s/1/0") {
+		t.Fatal("s/1/0: the model should see it queued")
+	}
+	if inLine() {
+		t.Fatal("in line with nothing counted")
+	}
+	// One call in a line: the queued one, or u/0/0 on its way to its body
+	// (its scope's slot not given back yet)? The count cannot say.
+	reg.n.Store(1)
+	if inLine() {
+		t.Fatal("in line while a call let go to its body may be the one counted")
+	}
+	m.bodyStart("u/0/0")
+	if !inLine() {
+		t.Fatal("not in line with the queued call counted and no other call on its way")
 	}
 }

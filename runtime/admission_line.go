@@ -11,7 +11,9 @@ import (
 // admissionLine is a scope's FIFO admission serializer: the slow path of its
 // gate. A call that the gate's CAS fast path does not admit (admit.Gate)
 // gets in line here; parallel calls overlap, an exclusive call runs alone,
-// first come first served. It is plain in-process state under a mutex: a
+// first come first served: a waiter takes the place of the ticket its
+// failed fast path was issued (admit.Ticket), not that of its post, so a
+// call descheduled between the two is not overtaken. It is plain in-process state under a mutex: a
 // request (an admission, an admission of those waiting, a turn's go-ahead) is applied to the
 // queue at once, on the caller's goroutine, and the waiters it admits have
 // their Ready channels closed after the mutex is released. No goroutine,
@@ -83,9 +85,10 @@ func (r *Registry) lineFor(sh *scopeState) *admissionLine {
 	return line
 }
 
-// admitWait queues one admission and waits for it, or for ctx to end.
-func (line *admissionLine) admitWait(ctx context.Context, parallel bool) admitOutcome {
-	w := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
+// admitWait queues one admission, at the place of ticket t (from the gate's
+// failed fast path), and waits for it, or for ctx to end.
+func (line *admissionLine) admitWait(ctx context.Context, parallel bool, t admit.Ticket) admitOutcome {
+	w := &admit.Waiter{Parallel: parallel, Ticket: t, Ready: make(chan struct{})}
 	if !line.post(lineOp{w: w}) {
 		return admitGone
 	}
@@ -123,7 +126,7 @@ func (line *admissionLine) postTurn(ready *sync.WaitGroup) bool {
 // waiter left it, or the nested marks cleared).
 func (line *admissionLine) admitWaiting() { line.post(lineOp{}) }
 
-// post applies op to the queue in arrival order (the mutex's) and then, once
+// post applies op to the queue (a waiter at its ticket's place) and then, once
 // the mutex is released, wakes the waiters it admitted and gives a turn its
 // go-ahead. It reports false once the admission line is stopped.
 func (line *admissionLine) post(op lineOp) bool {

@@ -27,10 +27,11 @@ func isClosed(ch chan struct{}) bool {
 // the way (TryAcquire), then get in line.
 func waitInLine(t *testing.T, sh *scopeState, line *admissionLine, parallel bool) *admit.Waiter {
 	t.Helper()
-	if sh.gate.TryAcquire(parallel) {
+	tk, ok := sh.gate.TryAcquire(parallel)
+	if ok {
 		t.Fatal("admitted at once; the test wants it in line")
 	}
-	w := &admit.Waiter{Parallel: parallel, Ready: make(chan struct{})}
+	w := &admit.Waiter{Parallel: parallel, Ticket: tk, Ready: make(chan struct{})}
 	if !line.post(lineOp{w: w}) {
 		t.Fatal("post refused by a live admission line")
 	}
@@ -43,7 +44,7 @@ func waitInLine(t *testing.T, sh *scopeState, line *admissionLine, parallel bool
 // given by then too. No goroutine or message hop is involved.
 func TestAdmissionLine_N1_PostAppliesAtOnceInArrivalOrder(t *testing.T) {
 	sh, line := newTestLine()
-	if !sh.gate.TryAcquire(false) { // an exclusive call runs
+	if _, ok := sh.gate.TryAcquire(false); !ok { // an exclusive call runs
 		t.Fatal("empty gate refused")
 	}
 	x := waitInLine(t, sh, line, false)
@@ -90,7 +91,7 @@ func TestAdmissionLine_R7_RetireKeepsTheLineThenStops(t *testing.T) {
 	}
 
 	sh, line := newTestLine()
-	if !sh.gate.TryAcquire(false) {
+	if _, ok := sh.gate.TryAcquire(false); !ok {
 		t.Fatal("empty gate refused")
 	}
 	x1 := waitInLine(t, sh, line, false)

@@ -189,13 +189,17 @@ func (r *Registry) acquire(s *execState, sh *scopeState, parallel bool) *Result 
 	}
 	if s.host == nil || !r.nestedCall(s) {
 		for retried := false; ; retried = true {
-			if sh.gate.TryAcquire(parallel) {
+			t, ok := sh.gate.TryAcquire(parallel)
+			if ok {
 				s.hold(sh, !parallel, true)
 				return nil
 			}
+			if f := r.cfg.afterFastPathFailed; f != nil {
+				f(s.name)
+			}
 			out := admitGone
 			if line := r.lineFor(sh); line != nil {
-				out = line.admitWait(s.ctx(), parallel)
+				out = line.admitWait(s.ctx(), parallel, t)
 			}
 			switch out {
 			case admitCancelled:

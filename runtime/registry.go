@@ -78,6 +78,11 @@ type config struct {
 	maxArgBytes    int
 	hooks          []Hooks // WithHooks (hooks.go)
 	clock          Clock   // WithClock (clock.go); nil: the wall clock
+
+	// afterFastPathFailed, tests only (admission_export_test.go), runs on
+	// a call's goroutine between its gate's failed fast path and its post
+	// to the admission line.
+	afterFastPathFailed func(tool string)
 }
 
 // Option configures a Registry.

@@ -3,6 +3,7 @@ package simclock
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ type Clock struct {
 	seq      uint64                        // orders timers with the same deadline
 	sleepers map[<-chan struct{}]*ctxGroup // tasks asleep whose ctx can end, by the ctx's Done
 	moves    atomic.Uint64                 // every change of holds or time (Activity)
+	asleep   int                           // tasks in Sleep
 }
 
 // New returns a clock reading Epoch, with no task.
@@ -125,6 +127,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 		g.ws[w] = true
 		w.g = g
 	}
+	c.asleep++
 	c.releaseLocked()
 	c.mu.Unlock()
 	select {
@@ -137,6 +140,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 				c.removeTimerLocked(w.t)
 			}
 			c.unsleepLocked(w)
+			c.asleep--
 			c.holds++
 			c.moves.Add(1)
 		}
@@ -201,6 +205,42 @@ func (c *Clock) Pending() (holds, timers int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.holds, len(c.timers)
+}
+
+// State is a snapshot of a clock (Clock.State): what a watchdog reports
+// when a simulation stands still.
+type State struct {
+	Now      time.Time // the clock's time
+	Holds    int       // running tasks and explicit holds
+	Sleepers int       // tasks asleep in Sleep
+	Timers   int       // pending deadlines: sleepers' and AfterFunc's (weak ones too)
+	Weak     int       // of Timers, the weak ones (AfterFuncWeak)
+	// Next is the earliest pending deadline (zero with none): where the
+	// clock moves once no task runs.
+	Next time.Time
+}
+
+// String reads the state in one line, e.g. "at 2000-01-01T00:00:01Z:
+// 2 holds, 3 tasks asleep, 4 deadlines (1 weak), next at +5ms".
+func (s State) String() string {
+	next := "none"
+	if !s.Next.IsZero() {
+		next = "+" + s.Next.Sub(s.Now).String()
+	}
+	return fmt.Sprintf("at %s: %d holds, %d tasks asleep, %d deadlines (%d weak), next at %s",
+		s.Now.Format(time.RFC3339Nano), s.Holds, s.Sleepers, s.Timers, s.Weak, next)
+}
+
+// State reports the clock's state: its time, holds, sleeping tasks and
+// pending deadlines.
+func (c *Clock) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := State{Now: c.Now(), Holds: c.holds, Sleepers: c.asleep, Timers: len(c.timers), Weak: len(c.timers) - c.strong}
+	if len(c.timers) > 0 {
+		s.Next = time.Unix(0, c.timers[0].when).UTC()
+	}
+	return s
 }
 
 // ctxGroup is the sleepers sharing one ctx's Done channel (agents asleep
@@ -332,6 +372,7 @@ func (c *Clock) wakeLocked(w *waiter, byCtx bool) {
 		c.removeTimerLocked(w.t)
 	}
 	c.unsleepLocked(w)
+	c.asleep--
 	w.woken, w.byCtx = true, byCtx
 	c.holds++
 	c.moves.Add(1)

@@ -321,3 +321,44 @@ func TestClock_WeakDeadlinesDoNotMoveTheClock(t *testing.T) {
 		t.Fatalf("%d deadlines pending, want the weak one", timers)
 	}
 }
+
+// TestClock_StateSaysHoldsSleepersAndDeadlines: State counts the holds,
+// the tasks asleep and the deadlines (weak ones apart), and says where the
+// clock goes next — what a stalled simulation's report shows.
+func TestClock_StateSaysHoldsSleepersAndDeadlines(t *testing.T) {
+	c := simclock.New()
+	release := c.Hold() // the driver
+	asleep := make(chan struct{})
+	woke := make(chan struct{})
+	c.Go(func() {
+		close(asleep)
+		_ = c.Sleep(context.Background(), time.Second)
+		close(woke)
+	})
+	stopWeak := c.AfterFuncWeak(time.Millisecond, func() {})
+	defer stopWeak()
+	if !await(t, asleep, "the task to start") {
+		return
+	}
+	// The task is asleep once its deadline is pending.
+	for deadline := time.Now().Add(waitLimit); c.State().Sleepers == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task never fell asleep: %v", c.State())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	st := c.State()
+	if st.Holds != 1 || st.Sleepers != 1 || st.Timers != 2 || st.Weak != 1 || !st.Next.Equal(simclock.Epoch.Add(time.Millisecond)) {
+		t.Fatalf("state %+v: want 1 hold (the driver's), 1 task asleep, 2 deadlines of which 1 weak, next at +1ms", st)
+	}
+	if s := st.String(); !strings.Contains(s, "1 holds, 1 tasks asleep, 2 deadlines (1 weak), next at +1ms") {
+		t.Fatalf("state reads %q", s)
+	}
+	release()
+	if !await(t, woke, "the sleeper to wake") {
+		return
+	}
+	if st := c.State(); st.Sleepers != 0 || !st.Now.Equal(simclock.Epoch.Add(time.Second)) {
+		t.Fatalf("after the sleep: %+v", st)
+	}
+}

@@ -56,4 +56,12 @@
 // asleep); called by a goroutine that holds nothing it panics. A clock
 // with no task moves through its deadlines at once: set a simulation up
 // under a Hold.
+//
+// A hold must last until the receiving code is really blocked where the
+// simulation expects it, not merely on its way: released a few
+// instructions early, it lets the clock move while that goroutine is
+// descheduled, which a loaded machine (or -race) does now and then. A
+// simulation that stands still, held, is stuck outside the clock: Activity
+// tells a watchdog that nothing changes, and State says what is pending
+// (holds, tasks asleep, deadlines, the next one) for its report.
 package simclock

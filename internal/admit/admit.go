@@ -5,11 +5,25 @@
 //
 // The state is one atomic word shared by two paths. While nobody waits, a
 // call is admitted and released with one compare-and-swap each (TryAcquire,
-// TryRelease) — no lock and no hop on the hot path. As soon as a call has to
-// wait, the admission line owns the order: it queues the waiter in a
-// Queue and sets the queued bit, which sends every later acquire and every
-// release through the admission line too, until the queue is empty again. No
-// goroutines, no clocks here: the admission line drives the Queue.
+// TryRelease) — no lock and no hop on the hot path. A call that has to wait
+// takes a ticket in the same compare-and-swap that finds it cannot be
+// admitted (the word counts the tickets issued) and sets the queued bit,
+// which sends every later acquire and every release through the admission
+// line, until the queue is empty and every ticket issued has reached it.
+// The caller then posts its Waiter, carrying the ticket, to the admission
+// line, whose Queue keeps the waiters in ticket order: a waiter posted
+// before an earlier ticket has reached the queue waits behind that ticket's
+// place (reserved), however the callers were scheduled between their
+// failed compare-and-swap and their post. So admission among the calls
+// that had to wait follows the order in which their fast path failed — the
+// order of the word's atomic steps — and no call that tries later overtakes
+// one that waits, on the fast path or in the queue. The place is kept
+// only if the ticket reaches the queue: every ticket issued must be posted
+// exactly once, by a caller that gave up meanwhile too (Leave), or the line
+// waits at its place; a stopped line (Drain) admits everyone and drops the
+// places of tickets still on their way. Tickets wrap around; the order holds
+// while fewer than 1<<28 calls wait at once. No goroutines, no clocks here:
+// the admission line drives the Queue.
 //
 // Nested calls (a call made inside the dispatch of another, issue 11) are
 // decided by Nest, a single-goroutine policy over call and scope ids that
@@ -30,8 +44,11 @@ package admit
 import "sync/atomic"
 
 const (
-	countMask  = 1<<32 - 1
-	exclusive  = 1 << 32
+	countMask = 1<<32 - 1
+	exclusive = 1 << 32
+	// queuedFlag is set while a call waits for the queue: it failed the
+	// fast path (its ticket is issued), and it is queued or on its way. The
+	// Queue clears it once it is empty and every ticket issued reached it.
 	queuedFlag = 1 << 33
 	// nestHold is set while a nested exclusive call runs inside the
 	// admission of one of its ancestors (the one call holding a slot):
@@ -41,29 +58,44 @@ const (
 	// are not nested wait behind it, and every release takes the slow path,
 	// so the waiter is looked at again.
 	nestWait = 1 << 35
-	// pendingOne counts a caller that failed the fast path and is on its
-	// way to the admission line. While any is pending, nobody takes the fast
-	// path, so a later call cannot overtake one that already had to wait.
-	pendingOne  = 1 << 36
-	pendingMask = ^uint64(pendingOne - 1)
-	// waiting is set while anyone is queued, pending, or a nested call
-	// holds or waits: the fast paths are off.
-	waiting = pendingMask | queuedFlag | nestHold | nestWait
+	// The word's top bits count the tickets issued (ticketBits bits,
+	// wrapping): a failed TryAcquire takes the count as its ticket and adds
+	// ticketOne in the same compare-and-swap. Tickets are compared as
+	// distances from the queue's next ticket, so the wrap is harmless as
+	// long as fewer than 1<<ticketBits calls wait at once.
+	ticketShift = 36
+	ticketOne   = 1 << ticketShift
+	ticketBits  = 64 - ticketShift
+	ticketMask  = 1<<ticketBits - 1
+	// waiting is set while anyone is queued or on the way to the queue, or
+	// a nested call holds or waits: the fast paths are off.
+	waiting = queuedFlag | nestHold | nestWait
 	nested  = nestHold | nestWait
 )
+
+// Ticket is a call's place in its scope's line: taken by the failed
+// TryAcquire, in the same atomic step, and carried by its Waiter to the
+// Queue. Tickets wrap around (ticketBits bits).
+type Ticket uint32
+
+func ticketOf(s uint64) Ticket { return Ticket(s >> ticketShift) }
+
+// after returns the distance from t0 to t, wrapping.
+func (t Ticket) after(t0 Ticket) int { return int((t - t0) & ticketMask) }
 
 // Gate is the shared admission word of one scope.
 type Gate struct {
 	w atomic.Uint64
 	// waiters counts the calls waiting for admission: those that failed
-	// the fast path and are neither admitted nor gone (pending or queued),
+	// the fast path and are neither admitted nor gone (on their way to the
+	// queue or queued),
 	// and the nested calls the runtime has waiting (NestWaitBegin): the
 	// load an overload bound looks at.
 	waiters atomic.Int64
 }
 
-// Waiting reports the calls waiting for admission (pending, queued, or
-// nested and waiting).
+// Waiting reports the calls waiting for admission (on their way to the
+// queue, queued, or nested and waiting).
 func (g *Gate) Waiting() int64 { return g.waiters.Load() }
 
 // NestWaitBegin counts one nested call waiting for this gate outside the
@@ -75,7 +107,9 @@ func (g *Gate) NestWaitEnd() { g.waiters.Add(-1) }
 
 // Leave takes w out of the queue when its caller gives up (see
 // Waiter.Cancel): true means it will never be admitted and no longer
-// counts as waiting (at once, even behind a head that still waits).
+// counts as waiting (at once, even behind a head that still waits). A
+// waiter that leaves before it was posted must still be posted (its
+// ticket's place is dropped when the queue reaches it).
 func (g *Gate) Leave(w *Waiter) bool {
 	if w.Cancel() {
 		g.waiters.Add(-1)
@@ -85,22 +119,24 @@ func (g *Gate) Leave(w *Waiter) bool {
 }
 
 // TryAcquire admits a call at once when nobody waits and the call fits
-// (parallel: no exclusive call runs; exclusive: nothing runs). Otherwise it
-// records the caller as pending, in the same atomic step, and returns
-// false: the caller must then send its Waiter to the admission line, whose
-// Queue.Admit clears the mark.
-func (g *Gate) TryAcquire(parallel bool) bool {
+// (parallel: no exclusive call runs; exclusive: nothing runs). Otherwise,
+// in the same atomic step, it issues the caller a ticket — its place in
+// line, after every call whose fast path failed before — sets the queued
+// bit, which turns every later call's fast path off, and returns the
+// ticket and false: the caller must then post a Waiter with that Ticket to
+// the admission line (Queue.Admit), even when it gives up first (Leave).
+func (g *Gate) TryAcquire(parallel bool) (Ticket, bool) {
 	for {
 		s := g.w.Load()
 		if s&waiting == 0 && fits(s, parallel) {
 			if g.w.CompareAndSwap(s, admitted(s, parallel)) {
-				return true
+				return 0, true
 			}
 			continue
 		}
-		if g.w.CompareAndSwap(s, s+pendingOne) {
+		if g.w.CompareAndSwap(s, (s+ticketOne)|queuedFlag) {
 			g.waiters.Add(1)
-			return false
+			return ticketOf(s), false
 		}
 	}
 }
@@ -206,8 +242,8 @@ func (w Word) Count() int { return int(uint64(w) & countMask) }
 func (w Word) Exclusive() bool { return uint64(w)&exclusive != 0 }
 
 // Queued reports that calls wait in the admission line's queue or are on their
-// way to it.
-func (w Word) Queued() bool { return uint64(w)&(queuedFlag|pendingMask) != 0 }
+// way to it (their fast path failed; they have not posted yet).
+func (w Word) Queued() bool { return uint64(w)&queuedFlag != 0 }
 
 // NestWaiting reports that a nested call waits for this gate.
 func (w Word) NestWaiting() bool { return uint64(w)&nestWait != 0 }
@@ -245,8 +281,10 @@ func released(s uint64, excl bool) uint64 {
 // (its ctx ended) leaves with Cancel.
 type Waiter struct {
 	Parallel bool
-	Ready    chan struct{}
-	state    atomic.Int32
+	// Ticket is the call's place in line, from its failed TryAcquire.
+	Ticket Ticket
+	Ready  chan struct{}
+	state  atomic.Int32
 }
 
 const (
@@ -264,24 +302,32 @@ func (w *Waiter) Waiting() bool { return w.state.Load() == waiterWaiting }
 // admitted first and owes a release as usual.
 func (w *Waiter) Cancel() bool { return w.state.CompareAndSwap(waiterWaiting, waiterCancelled) }
 
-// Queue is the admission line's side: the waiters in arrival order. Only the
+// Queue is the admission line's side: the waiters in ticket order. Only the
 // admission line uses it, so it needs no lock.
 type Queue struct {
-	G       *Gate
+	G *Gate
+	// waiters[head+i] is the waiter with ticket first+i; nil while that
+	// ticket's caller has not posted yet (its place is reserved: nobody
+	// behind it is admitted before it).
 	waiters []*Waiter
 	head    int
+	first   Ticket
 }
 
-// Admit queues w, whose TryAcquire failed and marked it pending, and
-// returns the waiters admitted now.
+// Admit puts w, whose TryAcquire failed and issued it w.Ticket, in its place
+// in line and returns the waiters admitted now. Every ticket issued must be
+// posted once, a waiter that left (Leave) too: the line waits for it.
 func (q *Queue) Admit(w *Waiter) []*Waiter {
-	q.waiters = append(q.waiters, w)
-	q.set(func(s uint64) uint64 {
-		if s&pendingMask != 0 {
-			s -= pendingOne
-		}
-		return s | queuedFlag
-	})
+	d := w.Ticket.after(q.first)
+	if d >= ticketOf(q.G.w.Load()).after(q.first) {
+		// Not a ticket issued since the queue last drained (Drain): nobody
+		// keeps its place. Admit it unconditionally, as Drain would have.
+		return q.admitOutright(w)
+	}
+	for q.head+d >= len(q.waiters) {
+		q.waiters = append(q.waiters, nil)
+	}
+	q.waiters[q.head+d] = w
 	return q.drain()
 }
 
@@ -294,14 +340,16 @@ func (q *Queue) AdmitWaiting() []*Waiter { return q.drain() }
 func (q *Queue) pop() {
 	q.waiters[q.head] = nil
 	q.head++
+	q.first = (q.first + 1) & ticketMask
 }
 
 // Drain admits every waiter unconditionally (the admission line is stopping;
-// nobody may be left waiting).
+// nobody may be left waiting). A ticket not yet posted loses its place: its
+// caller, should it post after all, is admitted at once.
 func (q *Queue) Drain() []*Waiter {
 	var out []*Waiter
 	for _, w := range q.waiters[q.head:] {
-		if w.state.CompareAndSwap(waiterWaiting, waiterAdmitted) {
+		if w != nil && w.state.CompareAndSwap(waiterWaiting, waiterAdmitted) {
 			out = append(out, w)
 		}
 	}
@@ -310,24 +358,51 @@ func (q *Queue) Drain() []*Waiter {
 	for _, w := range out {
 		q.set(func(s uint64) uint64 { return admitted(s, w.Parallel) })
 	}
-	q.set(func(s uint64) uint64 { return s &^ queuedFlag })
+	q.set(func(s uint64) uint64 {
+		q.first = ticketOf(s)
+		return s &^ queuedFlag
+	})
 	return out
 }
 
-// Queued is the number of waiting calls.
-func (q *Queue) Queued() int { return len(q.waiters) - q.head }
+// admitOutright admits w whatever runs (fail open, as Drain does).
+func (q *Queue) admitOutright(w *Waiter) []*Waiter {
+	if !w.state.CompareAndSwap(waiterWaiting, waiterAdmitted) {
+		return nil
+	}
+	q.G.waiters.Add(-1)
+	q.set(func(s uint64) uint64 { return admitted(s, w.Parallel) })
+	return []*Waiter{w}
+}
 
-// drain admits waiters from the head while they fit; with none left it
-// clears the queued bit, handing the fast path back.
+// Queued is the number of waiters posted and not yet admitted or dropped
+// (a waiter that left counts until the queue reaches it).
+func (q *Queue) Queued() int {
+	n := 0
+	for _, w := range q.waiters[q.head:] {
+		if w != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// drain admits waiters from the head, in ticket order, while they fit; it
+// stops at a place reserved for a ticket not yet posted. With none left and
+// every ticket issued posted it clears the queued bit, handing the fast path
+// back.
 func (q *Queue) drain() []*Waiter {
 	var out []*Waiter
 	for q.head < len(q.waiters) {
 		w := q.waiters[q.head]
-		ok := false
+		if w == nil {
+			break // reserved: an earlier ticket is still on its way here
+		}
 		if w.state.Load() == waiterCancelled {
 			q.pop()
 			continue
 		}
+		ok := false
 		q.set(func(s uint64) uint64 {
 			if s&nested != 0 || !fits(s, w.Parallel) {
 				ok = false
@@ -348,10 +423,21 @@ func (q *Queue) drain() []*Waiter {
 		out = append(out, w)
 	}
 	if q.head == len(q.waiters) {
-		// Empty: hand the fast path back (it stays off while a caller is
-		// still pending on its way here).
+		// Empty: hand the fast path back, unless a ticket issued has not
+		// reached the queue yet (its caller is on its way here).
 		q.waiters, q.head = q.waiters[:0], 0
-		q.set(func(s uint64) uint64 { return s &^ queuedFlag })
+		first := q.first
+		q.set(func(s uint64) uint64 {
+			if ticketOf(s) == first {
+				s &^= queuedFlag
+			}
+			return s
+		})
+	} else if q.head >= 64 && 2*q.head >= len(q.waiters) {
+		// A line that never empties: keep its backing array from growing.
+		n := copy(q.waiters, q.waiters[q.head:])
+		clear(q.waiters[n:])
+		q.waiters, q.head = q.waiters[:n], 0
 	}
 	return out
 }

@@ -2,6 +2,28 @@ package admit
 
 import "testing"
 
+// admits reports TryAcquire's admission, dropping the ticket (for calls
+// expected to be admitted, or whose ticket the test does not post).
+func admits(_ Ticket, ok bool) bool { return ok }
+
+// waiter is what a caller does when TryAcquire fails: it makes its Waiter,
+// carrying the ticket. It fails the test when the call is admitted at once.
+func waiter(t *testing.T, g *Gate, parallel bool) *Waiter {
+	t.Helper()
+	tk, ok := g.TryAcquire(parallel)
+	if ok {
+		t.Fatalf("a %s call was admitted at once; the test wants it to wait", modeName(parallel))
+	}
+	return &Waiter{Parallel: parallel, Ticket: tk, Ready: make(chan struct{})}
+}
+
+func modeName(parallel bool) string {
+	if parallel {
+		return "parallel"
+	}
+	return "exclusive"
+}
+
 func ready(ws []*Waiter, w *Waiter) bool {
 	for _, x := range ws {
 		if x == w {
@@ -16,17 +38,11 @@ func ready(ws []*Waiter, w *Waiter) bool {
 func TestGate_PendingBlocksFastPath(t *testing.T) {
 	var g Gate
 	q := Queue{G: &g}
-	if !g.TryAcquire(true) {
+	if !admits(g.TryAcquire(true)) {
 		t.Fatal("first parallel call should be admitted at once")
 	}
-	if g.TryAcquire(false) {
-		t.Fatal("exclusive call admitted while a parallel call runs")
-	}
-	if g.TryAcquire(true) {
-		t.Fatal("parallel call overtook a pending exclusive call")
-	}
-	e := &Waiter{Parallel: false}
-	p := &Waiter{Parallel: true}
+	e := waiter(t, &g, false) // fails: a parallel call runs
+	p := waiter(t, &g, true)  // fails: must not overtake the pending exclusive call
 	if got := q.Admit(e); len(got) != 0 {
 		t.Fatal("exclusive admitted while a parallel call runs")
 	}
@@ -51,7 +67,7 @@ func TestGate_PendingBlocksFastPath(t *testing.T) {
 	if !g.TryRelease(false) {
 		t.Fatal("fast release should work again")
 	}
-	if !g.TryAcquire(false) || !g.TryRelease(true) {
+	if !admits(g.TryAcquire(false)) || !g.TryRelease(true) {
 		t.Fatal("fast exclusive acquire/release should work on an idle gate")
 	}
 }
@@ -60,10 +76,8 @@ func TestGate_DrainAdmitsEveryone(t *testing.T) {
 	var g Gate
 	q := Queue{G: &g}
 	g.TryAcquire(false)
-	ws := []*Waiter{{Parallel: true}, {Parallel: false}}
-	for _, w := range ws {
-		g.TryAcquire(w.Parallel)
-		q.Admit(w)
+	for _, p := range []bool{true, false} {
+		q.Admit(waiter(t, &g, p))
 	}
 	if got := q.Drain(); len(got) != 2 {
 		t.Fatalf("drain admitted %d, want 2", len(got))

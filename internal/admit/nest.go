@@ -277,18 +277,21 @@ func (n *Nest[C, S, W]) Enter(c C, s S, parallel bool) (Decision, Effects[C, S])
 
 // Line puts the call Enter answered with Line in its scope's queue: entry
 // is its Waiter there. True means it was admitted at once after all (it
-// holds a slot); false means the caller must post entry to the scope's
-// queue and wait for entry.Ready (then AdmittedInLine), for a wake (it was
+// holds a slot); false means the caller must post entry (its Ticket set)
+// to the scope's queue — even if it was taken out of the line meanwhile —
+// and wait for entry.Ready (then AdmittedInLine), for a wake (it was
 // taken out of the line and admitted), or until it gives up (Cancel).
 func (n *Nest[C, S, W]) Line(entry *Waiter) bool {
 	w := n.cand
 	n.cand = nil
 	w.line = entry
 	g, _ := n.World.Scope(w.s)
-	if g.TryAcquire(w.parallel) {
+	t, ok := g.TryAcquire(w.parallel)
+	if ok {
 		n.World.Hold(w.c, w.s, !w.parallel, true)
 		return true
 	}
+	entry.Ticket = t
 	n.waiters = append(n.waiters, w)
 	return false
 }

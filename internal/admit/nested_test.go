@@ -7,15 +7,12 @@ import "testing"
 func TestQueue_CancelledWaiterIsSkipped(t *testing.T) {
 	var g Gate
 	q := Queue{G: &g}
-	if !g.TryAcquire(false) {
+	if !admits(g.TryAcquire(false)) {
 		t.Fatal("first exclusive call should be admitted at once")
 	}
-	excl := &Waiter{Parallel: false, Ready: make(chan struct{})}
-	par := &Waiter{Parallel: true, Ready: make(chan struct{})}
+	excl := waiter(t, &g, false)
+	par := waiter(t, &g, true)
 	for _, w := range []*Waiter{excl, par} {
-		if g.TryAcquire(w.Parallel) {
-			t.Fatal("admitted while an exclusive call runs")
-		}
 		if got := q.Admit(w); len(got) != 0 {
 			t.Fatal("admitted while an exclusive call runs")
 		}
@@ -50,19 +47,18 @@ func TestQueue_CancelledWaiterIsSkipped(t *testing.T) {
 func TestGate_NestedMarks(t *testing.T) {
 	var g Gate
 	q := Queue{G: &g}
-	if !g.TryAcquire(true) {
+	if !admits(g.TryAcquire(true)) {
 		t.Fatal("parallel call should be admitted at once")
 	}
-	w := &Waiter{Parallel: false, Ready: make(chan struct{})}
-	if g.TryAcquire(false) {
-		t.Fatal("exclusive admitted beside a parallel call")
+	w := waiter(t, &g, false) // an exclusive call does not fit beside a parallel one
+	q.Admit(w)                // queued: the fast path is off
+	late := waiter(t, &g, true)
+	// The late call gives up before it posts (a nested call taken out of
+	// the line, say): it still posts, keeping the line's order whole.
+	if !g.Leave(late) {
+		t.Fatal("a waiter on its way to the queue can leave")
 	}
-	q.Admit(w) // queued: the fast path is off
-	if g.TryAcquire(true) {
-		t.Fatal("a call that is not nested may not overtake the queue")
-	}
-	g.w.Add(^uint64(pendingOne - 1)) // undo that pending mark (it never reached the queue)
-	g.waiters.Add(-1)
+	q.Admit(late)
 	if !g.TryAcquireNested(true) {
 		t.Fatal("a nested parallel call fits beside parallel calls, queue or not")
 	}

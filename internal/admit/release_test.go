@@ -19,14 +19,11 @@ func TestGate_ExclusiveMarkGoesWithItsCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var g Gate
 			q := Queue{G: &g}
-			if !g.TryAcquire(false) {
+			if !admits(g.TryAcquire(false)) {
 				t.Fatal("exclusive call on an idle gate")
 			}
 			for _, p := range tc.drained {
-				if g.TryAcquire(p) {
-					t.Fatal("admitted beside an exclusive call")
-				}
-				q.Admit(&Waiter{Parallel: p, Ready: make(chan struct{})})
+				q.Admit(waiter(t, &g, p))
 			}
 			if got := q.Drain(); len(got) != len(tc.drained) {
 				t.Fatalf("drain admitted %d", len(got))
@@ -49,10 +46,9 @@ func TestGate_LeaveStopsCountingAtOnce(t *testing.T) {
 	var g Gate
 	q := Queue{G: &g}
 	g.TryAcquire(false)
-	head := &Waiter{Parallel: false, Ready: make(chan struct{})}
-	behind := &Waiter{Parallel: false, Ready: make(chan struct{})}
+	head := waiter(t, &g, false)
+	behind := waiter(t, &g, false)
 	for _, w := range []*Waiter{head, behind} {
-		g.TryAcquire(false)
 		q.Admit(w)
 	}
 	if g.Waiting() != 2 {

@@ -21,6 +21,10 @@ import (
 //
 //	call id=A scope=s mode=excl|par [parent=B]  A asks for admission in s; parent
 //	                                            is the call it runs within (its host)
+//	arrive id=A scope=s mode=excl|par           A (not nested) tries the gate's fast path
+//	                                            only: admitted, or issued a ticket and
+//	                                            on its way to the line, not yet posted
+//	post id=A                                   A, on its way, posts to the line
 //	end id=A                                    A's dispatch ends: it releases what it holds
 //	cancel id=A                                 A's ctx ends while it waits
 //	dispose scope=s                             s is torn down: its admission line retires
@@ -69,6 +73,8 @@ type harness struct {
 	scopes map[string]*tScope
 	nest   Nest[string, string, *harness]
 	out    strings.Builder
+	// arriving is the call of the arrive command being run.
+	arriving string
 }
 
 func newHarness() *harness {
@@ -148,6 +154,29 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.calls[id] = x
 		h.order = append(h.order, id)
 		h.acquire(x)
+	case "arrive":
+		id := arg("id")
+		if h.calls[id] != nil {
+			d.Fatalf(t, "call %q exists", id)
+		}
+		mode := arg("mode")
+		if mode != "excl" && mode != "par" {
+			d.Fatalf(t, "mode must be excl or par, got %q", mode)
+		}
+		x := &tCall{id: id, scope: arg("scope"), parallel: mode == "par"}
+		h.calls[id] = x
+		h.order = append(h.order, id)
+		h.arriving = id
+		h.arrive(x)
+		h.arriving = ""
+	case "post":
+		x := call()
+		if x.state != "on its way" {
+			d.Fatalf(t, "%s is %s, not on its way", x.id, x.state)
+		}
+		x.state = "queued"
+		h.printf("%s: posts ticket %d", x.id, x.entry.Ticket)
+		h.post(h.scope(x.scope), x)
 	case "end":
 		h.end(call())
 	case "cancel":
@@ -178,23 +207,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 func (h *harness) acquire(x *tCall) {
 	sc := h.scope(x.scope)
 	if x.parent == "" || !h.nest.Nested(x.id) {
-		if sc.gate.TryAcquire(x.parallel) {
-			h.Hold(x.id, sc.name, !x.parallel, true)
-			h.printf("%s: admitted (slot)", x.id)
-			return
+		if h.arrive(x) {
+			x.state = "queued"
+			h.printf("%s: queued", x.id)
+			h.post(sc, x)
 		}
-		if sc.stopped {
-			// admitGone: the scope was torn down before the call got in
-			// line; it runs unadmitted (the runtime retries on the key's
-			// live scope, whose gate is another scope here).
-			x.state = "unadmitted"
-			h.printf("%s: unadmitted (the scope is gone)", x.id)
-			return
-		}
-		x.entry = &Waiter{Parallel: x.parallel}
-		x.state = "queued"
-		h.printf("%s: queued", x.id)
-		h.post(sc, x)
 		return
 	}
 	d, fx := h.nest.Enter(x.id, sc.name, x.parallel)
@@ -225,6 +242,36 @@ func (h *harness) acquire(x *tCall) {
 	}
 	h.apply(fx)
 }
+
+// arrive is the fast path of Registry.acquire: admitted, or issued a ticket
+// (true: the call is on its way to the line, its entry made).
+func (h *harness) arrive(x *tCall) bool {
+	sc := h.scope(x.scope)
+	tk, ok := sc.gate.TryAcquire(x.parallel)
+	if ok {
+		h.Hold(x.id, sc.name, !x.parallel, true)
+		h.printf("%s: admitted (slot)", x.id)
+		return false
+	}
+	if sc.stopped {
+		// admitGone: the scope was torn down before the call got in
+		// line; it runs unadmitted (the runtime retries on the key's
+		// live scope, whose gate is another scope here).
+		x.state = "unadmitted"
+		h.printf("%s: unadmitted (the scope is gone)", x.id)
+		return false
+	}
+	x.entry = &Waiter{Parallel: x.parallel, Ticket: tk}
+	x.state = "on its way"
+	if h.printing(x) {
+		h.printf("%s: ticket %d, on its way to the line", x.id, tk)
+	}
+	return true
+}
+
+// printing: arrive says so only for the arrive command (call's output is
+// as it was before tickets).
+func (h *harness) printing(x *tCall) bool { return h.arriving == x.id }
 
 // post hands x's entry to the scope's queue (the admission line's Admit).
 func (h *harness) post(sc *tScope, x *tCall) {
@@ -338,8 +385,8 @@ func (h *harness) state() {
 	for _, n := range names {
 		sc := h.scopes[n]
 		w := sc.gate.Load()
-		if w == 0 && sc.gate.Waiting() == 0 && len(sc.inside.calls) == 0 {
-			continue // idle
+		if uint64(w)&(ticketOne-1) == 0 && sc.gate.Waiting() == 0 && len(sc.inside.calls) == 0 {
+			continue // idle (the tickets issued are no state)
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %d running", n, w.Count())
@@ -355,9 +402,19 @@ func (h *harness) state() {
 			fmt.Fprintf(&b, "; %d waiting", k)
 		}
 		var line []string
-		for _, e := range sc.queue.waiters[sc.queue.head:] {
-			if e.Waiting() {
-				line = append(line, sc.entries[e])
+		q := &sc.queue
+		for i := range ticketOf(uint64(w)).after(q.first) {
+			// Place i from the head: posted, or reserved for a ticket on its way.
+			if q.head+i < len(q.waiters) && q.waiters[q.head+i] != nil {
+				if e := q.waiters[q.head+i]; e.Waiting() {
+					line = append(line, sc.entries[e])
+				}
+				continue
+			}
+			for _, id := range h.order {
+				if x := h.calls[id]; x.state == "on its way" && x.scope == n && x.entry.Ticket == (q.first+Ticket(i))&ticketMask {
+					line = append(line, "("+id+" on its way)")
+				}
 			}
 		}
 		if len(line) > 0 {
