@@ -309,14 +309,14 @@ func ReadLog(rd io.Reader) (*Log, error) {
 		if err := json.Unmarshal(line, &k); err != nil {
 			return nil, bad("not a JSON object: %v", err)
 		}
-		if n == 1 && k.Kind != "header" {
+		if l.Scenario == nil && k.Kind != "header" {
 			return nil, bad(`the first line must be the header (kind "header"), got kind %q`, k.Kind)
 		}
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		switch k.Kind {
 		case "header":
-			if n != 1 {
+			if l.Scenario != nil {
 				return nil, bad("a second header")
 			}
 			if err := dec.Decode(&l.Header); err != nil {

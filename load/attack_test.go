@@ -1,0 +1,46 @@
+package load
+
+// Tests of an outside attack on the load tool: hostile or odd input, each a
+// finding that failed before its fix.
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestAttack_Record_BlankLinesBeforeTheHeader: a log whose first lines are
+// blank and whose first non-blank line is a call (a truncated or spliced
+// log) is refused with the line, not a nil-pointer panic on the scenario
+// the missing header would have given; blank lines before the header are
+// still fine.
+func TestAttack_Record_BlankLinesBeforeTheHeader(t *testing.T) {
+	sc := `{"name":"f","agents":{"count":1},"tools":[{"name":"t","mode":"parallel","latency":{"kind":"constant","value":"1ms"}}],"turns":{"perAgent":2,"callsPerTurn":{"min":1,"max":1}},"load":{"model":"closed"}}`
+	header := `{"kind":"header","version":1,"virtual":true,"scenario":` + sc + `}`
+	call := `{"kind":"call","agent":"a0","turn":1,"call":0,"tool":"t","args":{},"entered":0,"finished":5,"commit":0,"result":{"sha256":""}}`
+	turn := `{"kind":"turn","agent":"a0","turn":0,"intended":0,"calls":1,"admission":[0],"commit":[0]}`
+	for _, tc := range []struct {
+		name, log string
+		line      int
+	}{
+		{"call", "\n" + call + "\n", 2},
+		{"turn", "\n\n" + turn + "\n", 3},
+		{"header after a call", "\n" + call + "\n" + header + "\n", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadLog(strings.NewReader(tc.log))
+			var le *LogError
+			if !errors.As(err, &le) || le.Line != tc.line || !strings.Contains(err.Error(), "must be the header") {
+				t.Fatalf("err %v, want line %d: must be the header", err, tc.line)
+			}
+		})
+	}
+	l, err := ReadLog(strings.NewReader("\n \n" + header + "\n" + call + "\n\n" + header + "\n"))
+	var le *LogError
+	if !errors.As(err, &le) || le.Line != 6 || !strings.Contains(err.Error(), "a second header") {
+		t.Fatalf("a second header after blank lines: %v %v", l, err)
+	}
+	if l, err := ReadLog(strings.NewReader("\n\n" + header + "\n" + call + "\n")); err != nil || len(l.Calls) != 1 {
+		t.Fatalf("blank lines before the header: %v", err)
+	}
+}
