@@ -4,9 +4,14 @@ package load
 // finding that failed before its fix.
 
 import (
+	"context"
 	"errors"
+	"runtime/pprof"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestAttack_Record_BlankLinesBeforeTheHeader: a log whose first lines are
@@ -42,5 +47,47 @@ func TestAttack_Record_BlankLinesBeforeTheHeader(t *testing.T) {
 	}
 	if l, err := ReadLog(strings.NewReader("\n\n" + header + "\n" + call + "\n")); err != nil || len(l.Calls) != 1 {
 		t.Fatalf("blank lines before the header: %v", err)
+	}
+}
+
+// failingWriter refuses every write, as a full disk or a closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+const attackSmall = `{"name": "small", "seed": 5, "agents": {"count": 2},
+  "tools": [{"name": "t", "mode": "parallel", "latency": {"kind": "constant", "value": "0s"}}],
+  "turns": {"perAgent": 3, "callsPerTurn": {"min": 2, "max": 2}},
+  "load": {"model": "closed"}}`
+
+// TestAttack_Run_RecordWriteErrorKeepsTheReport: a log that cannot be
+// written (a full disk) fails the run's record, not the run: Run returns
+// the report of what ran with the record's error, and its progress and
+// timeline goroutines end (they leaked, the report was lost).
+func TestAttack_Run_RecordWriteErrorKeepsTheReport(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	sc := mustParse(t, attackSmall)
+	type out struct {
+		r   *Report
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() {
+		r, err := Run(context.Background(), sc, Options{Record: failingWriter{}, Progress: func(Progress) {}, ProgressEvery: time.Millisecond})
+		ch <- out{r, err}
+	}()
+	var o out
+	select {
+	case o = <-ch:
+	case <-time.After(2 * time.Minute):
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+		t.Fatalf("Run did not return within 2 minutes; goroutines:\n%s", b.String())
+	}
+	if o.err == nil || !strings.Contains(o.err.Error(), "record") || !strings.Contains(o.err.Error(), "disk full") {
+		t.Fatalf("err %v, want the record's error", o.err)
+	}
+	if o.r == nil || o.r.Stopped != StoppedComplete || o.r.Calls != 12 || o.r.Results != 12 {
+		t.Fatalf("report %+v, want the complete run's 12 calls", o.r)
 	}
 }

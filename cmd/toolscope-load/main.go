@@ -21,7 +21,8 @@
 // place an agent saw a different result.
 //
 // Exit status: 0 after a run (interrupted or not), 1 when the run could not
-// start or the report could not be written, 2 for bad flags or a bad
+// start, the report could not be written or the -record log could not be
+// (the report is still written), 2 for bad flags or a bad
 // scenario (every bad field is named by its JSON path) or log, 4 when a
 // replay diverged from its log.
 package main
@@ -134,9 +135,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rep, err := load.Run(ctx, sc, opts)
-	if err != nil {
+	if rep == nil {
 		fmt.Fprintln(stderr, "toolscope-load:", err)
 		return 1
+	}
+	recordFailed := err != nil // the log is lost; the report is written, the exit status 1
+	if recordFailed {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
 	}
 	fmt.Fprintln(stdout)
 	if err := rep.WriteSummary(stdout); err != nil {
@@ -144,6 +149,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	status := simSummary(stdout, rep, *recordTo)
+	if recordFailed {
+		status = 1
+	}
 	if *out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err == nil {
