@@ -37,3 +37,51 @@ func TestAttack_Cmd_RecordToAFullDiskStillWritesTheReport(t *testing.T) {
 		t.Fatalf("report: %+v", r)
 	}
 }
+
+// TestAttack_Cmd_OutputsCheckedBeforeTheRun: an -out, -html or -record the
+// command cannot write, or two of them naming one file (-out report.html
+// with -html auto; -record over the -replay log), is refused before the
+// run (exit 2, naming the flag) — it was found only after the whole run,
+// whose report was then lost, or the JSON report silently overwritten by
+// the page and the replayed log by the new one.
+func TestAttack_Cmd_OutputsCheckedBeforeTheRun(t *testing.T) {
+	dir := t.TempDir()
+	sc := writeScenario(t, attackScenario)
+	missing := filepath.Join(dir, "no", "such", "dir", "report.json")
+	log := filepath.Join(dir, "run.jsonl")
+	if code, _ := runCmd(t, context.Background(), nil, "-scenario", sc, "-out", "", "-progress", "0", "-record", log); code != 0 {
+		t.Fatalf("recording: exit %d", code)
+	}
+	logBefore, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"out in a missing dir", []string{"-out", missing}, "-out: cannot write"},
+		{"html in a missing dir", []string{"-out", "", "-html", missing}, "-html: cannot write"},
+		{"record in a missing dir", []string{"-out", "", "-record", missing}, "-record: cannot write"},
+		{"out is the page", []string{"-out", filepath.Join(dir, "r.html")}, "the same file as -out"},
+		{"record is the replayed log", []string{"-out", "", "-replay", log, "-record", log}, "the same file as -replay"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stderr := &syncBuffer{}
+			code, stdout := runCmd(t, context.Background(), stderr, append([]string{"-scenario", sc, "-progress", "0"}, c.args...)...)
+			if code != 2 || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "agents,") || stdout != "" {
+				t.Fatalf("exit %d, want 2 and %q before the run; stdout:\n%s\nstderr:\n%s", code, c.want, stdout, stderr.String())
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.html")); !os.IsNotExist(err) {
+		t.Fatalf("the refused run left r.html behind: %v", err)
+	}
+	if after, _ := os.ReadFile(log); string(after) != string(logBefore) {
+		t.Fatal("the replayed log was changed")
+	}
+	if code, _ := runCmd(t, context.Background(), nil, "-scenario", sc, "-progress", "0", "-out", "/dev/null", "-html", "/dev/null"); code != 0 {
+		t.Fatalf("-out and -html /dev/null: exit %d", code)
+	}
+}

@@ -22,7 +22,9 @@
 //
 // Exit status: 0 after a run (interrupted or not), 1 when the run could not
 // start, the report could not be written or the -record log could not be
-// (the report is still written), 2 for bad flags or a bad
+// (the report is still written), 2 for bad flags (an -out, -html or -record
+// file that cannot be written, or two naming one file, is found before the
+// run) or a bad
 // scenario (every bad field is named by its JSON path) or log, 4 when a
 // replay diverged from its log.
 package main
@@ -36,6 +38,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -116,6 +119,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	page := htmlPath(*htmlOut, *out)
+	if err := checkOutputs([][2]string{{"-out", *out}, {"-html", page}, {"-record", *recordTo}}, *replayFrom); err != nil {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
+		return 2
+	}
 	fmt.Fprintf(stderr, "toolscope-load: %s: %d agents, %d turns each, %s loop (Ctrl-C stops and reports)\n",
 		sc.Name, sc.AgentCount(), sc.Turns.PerAgent, sc.Load.Model)
 	if *recordTo != "" {
@@ -163,7 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "\nreport: %s\n", *out)
 	}
-	if p := htmlPath(*htmlOut, *out); p != "" {
+	if p := page; p != "" {
 		if err := writeHTML(p, rep); err != nil {
 			fmt.Fprintln(stderr, "toolscope-load: report.html:", err)
 			return 1
@@ -196,6 +204,47 @@ func readBounded(path string, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes", path, limit)
 	}
 	return b, nil
+}
+
+// checkOutputs refuses, before anything runs, output files (flag name,
+// path; empty: none) that cannot be written, or two that name one file —
+// one another's, or the -replay log's (it would be overwritten) — so a
+// long run is not lost to a report it cannot write.
+func checkOutputs(outs [][2]string, replay string) error {
+	seen := map[string]string{}
+	if replay != "" {
+		if abs, err := filepath.Abs(replay); err == nil {
+			seen[abs] = "-replay"
+		}
+	}
+	for _, o := range outs {
+		flagName, path := o[0], o[1]
+		if path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", flagName, path, err)
+		}
+		fi, statErr := os.Stat(path)
+		if other, dup := seen[abs]; dup && (statErr != nil || fi.Mode().IsRegular()) { // two /dev/null are fine
+			hint := ""
+			if flagName == "-html" {
+				hint = " (-html auto names the page after -out, its extension replaced by .html)"
+			}
+			return fmt.Errorf("%s %s: the same file as %s%s; give each its own", flagName, path, other, hint)
+		}
+		seen[abs] = flagName
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s: cannot write the file: %w", flagName, err)
+		}
+		_ = f.Close()
+		if os.IsNotExist(statErr) {
+			_ = os.Remove(path) // only a probe: the file is written after the run
+		}
+	}
+	return nil
 }
 
 // compareFiles prints two reports side by side; exit status 0 when no

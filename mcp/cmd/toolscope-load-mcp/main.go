@@ -22,8 +22,10 @@
 // It prints progress, stops cleanly on Ctrl-C with the report of what ran,
 // prints the summary table and writes report.json and report.html as
 // toolscope-load does. Exit status: 0 after a run, 1 when the server
-// could not be reached or a report not written, 2 for bad flags, a bad
-// scenario or a mapping the server cannot serve.
+// could not be reached or a report not written, 2 for bad flags (an -out
+// or -html that cannot be written, or both naming one file, is found
+// before the server is reached), a bad scenario or a mapping the server
+// cannot serve.
 package main
 
 import (
@@ -146,6 +148,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		target.opts = append(target.opts, mcp.WithCallTimeout(*callTimeout))
 	}
 
+	page := *htmlOut
+	if page == "auto" {
+		page = ""
+		if *out != "" {
+			page = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".html"
+		}
+	}
+	if err := checkOutputs(*out, page); err != nil {
+		fmt.Fprintln(stderr, "toolscope-load-mcp:", err)
+		return 2
+	}
+
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolscope-load-mcp", Version: "0"},
 		&sdk.ClientOptions{ToolListChangedHandler: mcp.ToolListChangedHandler})
 	var transport sdk.Transport
@@ -206,13 +220,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "\nreport: %s\n", *out)
-	}
-	page := *htmlOut
-	if page == "auto" {
-		page = ""
-		if *out != "" {
-			page = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".html"
-		}
 	}
 	if page != "" {
 		f, err := os.Create(page)
@@ -354,6 +361,30 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkOutputs refuses, before the server is reached, a report (-out) or
+// page (-html) that cannot be written, or both naming one file, so a long
+// run is not lost to a report it cannot write.
+func checkOutputs(out, page string) error {
+	for _, o := range [][2]string{{"-out", out}, {"-html", page}} {
+		if o[1] == "" {
+			continue
+		}
+		fi, statErr := os.Stat(o[1])
+		if o[0] == "-html" && out != "" && filepath.Clean(out) == filepath.Clean(page) && (statErr != nil || fi.Mode().IsRegular()) {
+			return fmt.Errorf("-html %s: the same file as -out (-html auto names the page after -out, its extension replaced by .html); give each its own", page)
+		}
+		f, err := os.OpenFile(o[1], os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s: cannot write the file: %w", o[0], err)
+		}
+		_ = f.Close()
+		if os.IsNotExist(statErr) {
+			_ = os.Remove(o[1]) // only a probe: the file is written after the run
+		}
+	}
+	return nil
 }
 
 // readBounded reads a file of at most limit bytes.
