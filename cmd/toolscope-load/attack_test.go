@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,60 @@ func TestAttack_Cmd_OutputsCheckedBeforeTheRun(t *testing.T) {
 	}
 	if code, _ := runCmd(t, context.Background(), nil, "-scenario", sc, "-progress", "0", "-out", "/dev/null", "-html", "/dev/null"); code != 0 {
 		t.Fatalf("-out and -html /dev/null: exit %d", code)
+	}
+}
+
+// TestAttack_Cmd_CompareHostileOrMismatchedReports: -compare refuses a file
+// that is JSON but not a report (it compared zeros, exit 0), names the
+// file of a corrupt one, notes runs of different scenarios or clocks, and
+// shows a name holding terminal escapes or a tab quoted (it went to the
+// terminal raw, and broke the table).
+func TestAttack_Cmd_CompareHostileOrMismatchedReports(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	if code, _ := runCmd(t, context.Background(), nil, "-scenario", writeScenario(t, attackScenario), "-out", good, "-html", "", "-progress", "0"); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	goodText, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct{ name, text, want string }{
+		{"empty object", `{}`, "not a report"},
+		{"null", `null`, "not a report"},
+		{"a scenario", attackScenario, "cannot unmarshal"},
+		{"truncated", string(goodText[:len(goodText)/2]), "unexpected end"},
+		{"two values", string(goodText) + string(goodText), "invalid character"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := file(strings.ReplaceAll(c.name, " ", "_")+".json", c.text)
+			stderr := &syncBuffer{}
+			code, _ := runCmd(t, context.Background(), stderr, "-compare", good, bad)
+			if code != 2 || !strings.Contains(stderr.String(), bad) || !strings.Contains(stderr.String(), c.want) {
+				t.Fatalf("exit %d, want 2 naming %s with %q; stderr:\n%s", code, bad, c.want, stderr.String())
+			}
+		})
+	}
+	r := readReport(t, good)
+	r.Scenario, r.Virtual = "evil\x1b[2J\x1b]0;pwned\a\tname", true
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := file("evil.json", string(b))
+	stderr := &syncBuffer{}
+	code, stdout := runCmd(t, context.Background(), stderr, "-compare", good, evil)
+	if code != 0 || strings.ContainsAny(stdout, "\x1b\a") || !strings.Contains(stdout, `"evil\x1b[2J`) {
+		t.Fatalf("exit %d; the name must be shown quoted:\n%q", code, stdout)
+	}
+	if !strings.Contains(stderr.String(), "different workloads") || !strings.Contains(stderr.String(), "different clocks") || strings.ContainsAny(stderr.String(), "\x1b\a") {
+		t.Fatalf("no note of the mismatch, or it is raw:\n%q", stderr.String())
 	}
 }

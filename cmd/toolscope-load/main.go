@@ -39,6 +39,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -257,10 +258,21 @@ func compareFiles(pa, pb string, stdout, stderr io.Writer) int {
 			reps[i] = new(load.Report)
 			err = json.Unmarshal(b, reps[i])
 		}
+		if err == nil && (reps[i].Scenario == "" || reps[i].Stopped == "") {
+			err = errors.New("not a report written by toolscope-load (it has no scenario or stopped field)")
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "toolscope-load: %s: %v\n", p, err)
 			return 2
 		}
+	}
+	a, b := reps[0], reps[1]
+	if a.Scenario != b.Scenario || a.Model != b.Model {
+		fmt.Fprintf(stderr, "toolscope-load: note: A ran %s (%s loop), B %s (%s loop): the figures are of different workloads\n",
+			strconv.Quote(a.Scenario), a.Model, strconv.Quote(b.Scenario), b.Model)
+	}
+	if a.Virtual != b.Virtual {
+		fmt.Fprintf(stderr, "toolscope-load: note: one run was on virtual time, the other on the wall clock: their times are of different clocks\n")
 	}
 	diffs := load.Compare(reps[0], reps[1], load.DefaultNoise)
 	if err := load.WriteComparison(stdout, reps[0], reps[1], diffs); err != nil {
