@@ -91,3 +91,51 @@ func TestAttack_Run_RecordWriteErrorKeepsTheReport(t *testing.T) {
 		t.Fatalf("report %+v, want the complete run's 12 calls", o.r)
 	}
 }
+
+// TestAttack_Parse_RefusesWhatTheSchemaRefuses: documents Parse accepted
+// though the schema refuses them — an editor flagged a file the tool ran —
+// are refused with the path: null (taken as absent), a field of another
+// kind of distribution at its zero value, a negative zero duration, the
+// open model's arrival "" and maxInFlight 0 (taken as their defaults),
+// and the closed model given rate, arrival or maxInFlight at 0. (The
+// schema's side: mcp/cmd/toolscope-load-mcp's TestAttack_Schema_AgreesWithParse.)
+func TestAttack_Parse_RefusesWhatTheSchemaRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(m map[string]any)
+		path string
+	}{
+		{"null seed", func(m map[string]any) { m["seed"] = nil }, "$.seed"},
+		{"null levels", func(m map[string]any) { obj(m, "agents")["levels"] = nil }, "$.agents.levels"},
+		{"null allow", func(m map[string]any) { obj(m, "agents", "levels", 1)["deny"] = nil }, "$.agents.levels[1].deny"},
+		{"value of a uniform", func(m map[string]any) { obj(m, "tools", 1, "latency")["value"] = "0s" }, "$.tools[1].latency.value"},
+		{"sigma of a constant", func(m map[string]any) { obj(m, "tools", 0, "latency")["sigma"] = 0 }, "$.tools[0].latency.sigma"},
+		{"minus zero", func(m map[string]any) { obj(m, "tools", 0, "latency")["value"] = "-0s" }, "$.tools[0].latency.value"},
+		{"closed rate 0", func(m map[string]any) { obj(m, "load")["rate"] = 0 }, "$.load.rate"},
+		{"closed maxInFlight 0", func(m map[string]any) { obj(m, "load")["maxInFlight"] = 0 }, "$.load.maxInFlight"},
+		{"closed arrival empty", func(m map[string]any) { obj(m, "load")["arrival"] = "" }, "$.load.arrival"},
+		{"open arrival empty", func(m map[string]any) { m["load"] = map[string]any{"model": "open", "rate": 1, "arrival": ""} }, "$.load.arrival"},
+		{"open maxInFlight 0", func(m map[string]any) { m["load"] = map[string]any{"model": "open", "rate": 1, "maxInFlight": 0} }, "$.load.maxInFlight"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse(edit(t, c.edit))
+			var se *ScenarioError
+			if !errors.As(err, &se) {
+				t.Fatalf("accepted: %v", err)
+			}
+			for _, p := range se.Problems {
+				if p.Path == c.path {
+					return
+				}
+			}
+			t.Fatalf("no problem at %s: %v", c.path, err)
+		})
+	}
+	// What they stand for is still accepted written the schema's way.
+	if _, err := Parse(edit(t, func(m map[string]any) {
+		obj(m, "tools", 0, "latency")["value"] = "+0"
+		m["load"] = map[string]any{"model": "open", "rate": 1}
+	})); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -26,7 +26,11 @@
 //
 // Parse decodes strictly: an unknown field, a value of the wrong type and
 // every semantic error is refused with the JSON path of the field and why,
-// all problems at once (*ScenarioError).
+// all problems at once (*ScenarioError). What the schema accepts and what
+// Parse accepts agree: everything Parse accepts the schema does (no null,
+// no field of another kind of distribution, no open-model field in the
+// closed model, a duration without a minus sign), and Parse refuses more
+// only for what a schema cannot say (the schema's description lists it).
 //
 // # Determinism
 //

@@ -209,6 +209,9 @@ func Parse(data []byte) (*Scenario, error) {
 	if len(probs) > 0 {
 		return nil, &ScenarioError{probs}
 	}
+	if probs := checkLoadKeys(tree); len(probs) > 0 {
+		return nil, &ScenarioError{probs}
+	}
 	var sc Scenario
 	if err := json.Unmarshal(data, &sc); err != nil {
 		// checkShape accepted every value, so this is a value the shape
@@ -239,7 +242,10 @@ func (sc *Scenario) Defaults() {
 	}
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType     = reflect.TypeFor[Duration]()
+	distributionType = reflect.TypeFor[Distribution]()
+)
 
 // checkShape walks the decoded document along the Go type t: every object
 // key must name a field (json tag, exact case), every value must have the
@@ -265,7 +271,7 @@ func checkShape(v any, t reflect.Type, path string, depth int, probs *[]FieldErr
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			*probs = append(*probs, FieldError{path, fmt.Sprintf("not a duration: %q (want e.g. \"15ms\", \"1.5s\")", s)})
-		} else if d < 0 {
+		} else if d < 0 || strings.HasPrefix(s, "-") { // "-0s" too: the schema has no sign but +
 			*probs = append(*probs, FieldError{path, "a duration must not be negative"})
 		} else if d > MaxLatency {
 			*probs = append(*probs, FieldError{path, fmt.Sprintf("more than %v", MaxLatency)})
@@ -287,14 +293,23 @@ func checkShape(v any, t reflect.Type, path string, depth int, probs *[]FieldErr
 				fields[name] = f
 			}
 		}
+		takes, isDist := []string(nil), t == distributionType
+		if kind, ok := obj["kind"].(string); ok && isDist {
+			takes = distFields[kind]
+		}
 		for _, k := range sortedKeys(obj) {
 			f, ok := fields[k]
 			if !ok {
 				*probs = append(*probs, FieldError{path + "." + k, "unknown field" + suggest(k, fields)})
 				continue
 			}
-			if obj[k] == nil {
-				continue // null: the zero value, checked below like an absent field
+			if takes != nil && k != "kind" && !contains(takes, k) { // even at its zero value, as the schema says
+				*probs = append(*probs, FieldError{path + "." + k, fmt.Sprintf("not a field of a %s distribution (it takes %v)", obj["kind"], takes)})
+				continue
+			}
+			if obj[k] == nil { // the schema has no null either
+				*probs = append(*probs, FieldError{path + "." + k, "null is not a value here: leave the field out for its default"})
+				continue
 			}
 			checkShape(obj[k], f.Type, path+"."+k, depth+1, probs)
 		}
@@ -345,6 +360,31 @@ func checkShape(v any, t reflect.Type, path string, depth int, probs *[]FieldErr
 	default:
 		*probs = append(*probs, FieldError{path, "unsupported field type " + t.String()})
 	}
+}
+
+// checkLoadKeys refuses what the decoded struct cannot tell from an
+// absent field, as the schema does: the open model's arrival given as ""
+// and maxInFlight as 0 (absent, they default to uniform and 10000), and
+// the closed model given rate, arrival or maxInFlight at all (even 0).
+func checkLoadKeys(tree any) []FieldError {
+	l, _ := tree.(map[string]any)["load"].(map[string]any)
+	var probs []FieldError
+	switch l["model"] {
+	case ModelOpen:
+		if v, ok := l["arrival"]; ok && v == "" {
+			probs = append(probs, FieldError{"$.load.arrival", `want uniform or poisson, got "" (leave it out for uniform)`})
+		}
+		if v, ok := l["maxInFlight"].(json.Number); ok && v == "0" {
+			probs = append(probs, FieldError{"$.load.maxInFlight", fmt.Sprintf("must be in [1, %d], got 0 (leave it out for 10000)", MaxAgents)})
+		}
+	case ModelClosed:
+		for _, k := range []string{"arrival", "maxInFlight", "rate"} {
+			if _, ok := l[k]; ok {
+				probs = append(probs, FieldError{"$.load." + k, "only for the open model"})
+			}
+		}
+	}
+	return probs
 }
 
 func sortedKeys(m map[string]any) []string {
