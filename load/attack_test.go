@@ -139,3 +139,32 @@ func TestAttack_Parse_RefusesWhatTheSchemaRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAttack_Parse_ScenarioNameBounded: the scenario's name is printed on
+// the terminal (the summary, a replayed log's) and titles the page: a name
+// with a control character (an escape sequence from a log or scenario of
+// someone else's) or longer than 200 characters is refused with its path.
+func TestAttack_Parse_ScenarioNameBounded(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"plain", true},
+		{strings.Repeat("é", 200), true},
+		{"ünïcødé · ✓ 名前", true},
+		{strings.Repeat("n", 201), false},
+		{"evil\x1b]0;pwned\a", false},
+		{"line\nbreak", false},
+		{"tab\there", false},
+		{"c1\u0085", false},
+	} {
+		_, err := Parse(edit(t, func(m map[string]any) { m["name"] = c.name }))
+		var se *ScenarioError
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%q refused: %v", c.name, err)
+		case !c.ok && (!errors.As(err, &se) || se.Problems[0].Path != "$.name"):
+			t.Errorf("%q: %v, want a problem at $.name", c.name, err)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Bounds on a scenario, so a file cannot ask for unbounded work or memory
@@ -24,6 +26,7 @@ const (
 	MaxOutputBytes   = 16 << 20       // one call's output
 	MaxLatency       = 24 * time.Hour // any sampled or configured duration
 	maxDepth         = 64             // JSON nesting of the document
+	maxNameRunes     = 200            // the scenario's name, shown on terminals and pages
 )
 
 // Scenario is one workload: see the package doc and scenario.schema.json.
@@ -436,6 +439,10 @@ func (sc *Scenario) check() []FieldError {
 	}
 	if sc.Name == "" {
 		add("$.name", "required")
+	} else if n := utf8.RuneCountInString(sc.Name); n > maxNameRunes {
+		add("$.name", "at most %d characters, got %d", maxNameRunes, n)
+	} else if i := strings.IndexFunc(sc.Name, unicode.IsControl); i >= 0 {
+		add("$.name", "a control character (%q at byte %d): the name is shown on terminals and pages", sc.Name[i:i+utf8.RuneLen([]rune(sc.Name[i:])[0])], i)
 	}
 	if sc.Registry != nil && sc.Registry.MaxParallel < 0 {
 		add("$.registry.maxParallel", "must be ≥ 0 (0: the registry's default)")

@@ -130,7 +130,8 @@ func TestAttack_Schema_AgreesWithParse(t *testing.T) {
 	}
 	odd := []any{nil, true, 0, -1, 1, 2, 0.5, 1.5, 100, 1e3, 1e7, 2e7, "", "x", "0", "0s", "1ms", ".5s", "+1s", "-0s", "-1s",
 		"1μs", "1µs", "25h", "1h", "parallel", "exclusive", "by-argument", "closed", "open", "poisson", "constant",
-		"uniform", "normal", "lognormal", "percentiles", []any{}, []any{"t"}, map[string]any{}}
+		"uniform", "normal", "lognormal", "percentiles", []any{}, []any{"t"}, map[string]any{},
+		"\x1b[2J", "tab\there", "\u0085", strings.Repeat("é", 200), strings.Repeat("n", 201)}
 	r := rand.New(rand.NewPCG(7, 29))
 	n := 1500
 	if testing.Short() {
