@@ -168,3 +168,31 @@ func TestAttack_Parse_ScenarioNameBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack_Record_TurnLinesChecked: a log's turn lines were kept
+// unchecked and uncounted (calls were bounded, turns not: a log could
+// hold any number, each with orders of millions of entries); they are now
+// checked as calls are, with the line and why.
+func TestAttack_Record_TurnLinesChecked(t *testing.T) {
+	sc := `{"name":"f","agents":{"count":1},"tools":[{"name":"t","mode":"parallel","latency":{"kind":"constant","value":"1ms"}}],"turns":{"perAgent":2,"callsPerTurn":{"min":1,"max":2}},"load":{"model":"closed"}}`
+	header := `{"kind":"header","version":1,"virtual":true,"scenario":` + sc + "}\n"
+	for _, c := range []struct{ name, turn, want string }{
+		{"no agent", `"agent":"","turn":0,"calls":1,"admission":[0],"commit":[0]`, "not an agent key"},
+		{"turn out of range", `"agent":"a0","turn":2,"calls":1,"admission":[0],"commit":[0]`, "turn 2 out of range"},
+		{"negative turn", `"agent":"a0","turn":-1,"calls":1,"admission":[0],"commit":[0]`, "out of range"},
+		{"too many calls", `"agent":"a0","turn":0,"calls":1001,"admission":[],"commit":[]`, "calls 1001 out of range"},
+		{"longer orders", `"agent":"a0","turn":0,"calls":1,"admission":[0,0,0],"commit":[0]`, "3 admitted and 1 committed of 1 calls"},
+		{"order out of range", `"agent":"a0","turn":0,"calls":2,"admission":[0,7],"commit":[0,1]`, "call 7 out of range"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadLog(strings.NewReader(header + `{"kind":"turn",` + c.turn + `,"intended":0}` + "\n"))
+			var le *LogError
+			if !errors.As(err, &le) || le.Line != 2 || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want line 2: %q", err, c.want)
+			}
+		})
+	}
+	if _, err := ReadLog(strings.NewReader(header + `{"kind":"turn","agent":"a0","turn":1,"intended":0,"calls":2,"admission":[1],"commit":[1,0]}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+}

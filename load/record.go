@@ -289,7 +289,9 @@ func (e *LogError) Error() string { return fmt.Sprintf("load: log line %d: %s", 
 // ReadLog reads a log written by Options.Record. It is checked as hostile
 // input: a line longer than MaxLogLine, an unknown kind or field, a
 // scenario Parse refuses, a call whose place is out of range or given
-// twice, or more than ten million calls are refused with the line and why.
+// twice, a turn out of range or with more calls in its orders than it
+// has, or more than ten million calls or turns are refused with the line
+// and why.
 func ReadLog(rd io.Reader) (*Log, error) {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLogLine)
@@ -355,6 +357,23 @@ func ReadLog(rd io.Reader) (*Log, error) {
 			var t LogTurn
 			if err := dec.Decode(&t); err != nil {
 				return nil, bad("turn: %v", err)
+			}
+			switch {
+			case t.Agent == "" || strings.ContainsRune(t.Agent, '/'):
+				return nil, bad("turn: agent %q is not an agent key", t.Agent)
+			case t.Turn < 0 || t.Turn >= l.Scenario.Turns.PerAgent:
+				return nil, bad("turn: turn %d out of range [0, %d)", t.Turn, l.Scenario.Turns.PerAgent)
+			case t.Calls < 0 || t.Calls > MaxCallsPerTurn:
+				return nil, bad("turn: calls %d out of range [0, %d]", t.Calls, MaxCallsPerTurn)
+			case len(t.Admission) > t.Calls || len(t.Commit) > t.Calls:
+				return nil, bad("turn: %d admitted and %d committed of %d calls", len(t.Admission), len(t.Commit), t.Calls)
+			case len(l.Turns) >= maxLogCalls:
+				return nil, bad("more than %d turns", maxLogCalls)
+			}
+			for _, i := range append(append([]int(nil), t.Admission...), t.Commit...) {
+				if i < 0 || i >= t.Calls {
+					return nil, bad("turn: call %d out of range [0, %d)", i, t.Calls)
+				}
 			}
 			l.Turns = append(l.Turns, t)
 		default:
