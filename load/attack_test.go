@@ -6,6 +6,7 @@ package load
 import (
 	"context"
 	"errors"
+	"reflect"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -194,5 +195,102 @@ func TestAttack_Record_TurnLinesChecked(t *testing.T) {
 	}
 	if _, err := ReadLog(strings.NewReader(header + `{"kind":"turn","agent":"a0","turn":1,"intended":0,"calls":2,"admission":[1],"commit":[1,0]}` + "\n")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// baseYAML is base (scenario_test.go) written as YAML.
+const baseYAML = `# the base scenario, as YAML
+name: t
+agents:
+  count: 2
+  subAgents: 1
+  depth: 1
+  levels:
+    - {}
+    - deny: [b]
+tools:
+  - name: a
+    mode: parallel
+    latency: {kind: constant, value: 1ms}
+  - name: b
+    mode: exclusive
+    latency:
+      kind: uniform
+      min: 1ms
+      max: "2ms"
+    failureRate: 0.1
+turns:
+  perAgent: 0x3
+  callsPerTurn: {min: 1, max: 2}
+load:
+  model: closed
+`
+
+// TestAttack_Parse_YAMLScenario: the issue's format is "one JSON or YAML
+// file", and Parse refused every YAML file ("not a JSON document"). A
+// YAML scenario now parses to the same Scenario as its JSON, bad fields
+// are named by the same JSON paths, and hostile YAML is refused before it
+// costs anything: anchors and aliases (a "billion laughs" multiplies a
+// small file), merge keys, tags beyond the core schema, two documents,
+// numbers JSON has not, nesting past the bound.
+func TestAttack_Parse_YAMLScenario(t *testing.T) {
+	fromJSON, err := Parse([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromYAML, err := Parse([]byte(baseYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromJSON, fromYAML) {
+		t.Fatalf("YAML %+v\nJSON %+v", fromYAML, fromJSON)
+	}
+	var se *ScenarioError
+	for _, c := range []struct{ from, to, path string }{
+		{"kind: constant", "kind: gamma", "$.tools[0].latency.kind"},
+		{"model: closed", "model: closed\n  colour: red", "$.load.colour"},
+		{"min: 1ms", "min: 1", "$.tools[1].latency.min"},
+	} {
+		_, err = Parse([]byte(strings.Replace(baseYAML, c.from, c.to, 1)))
+		if !errors.As(err, &se) || len(se.Problems) != 1 || se.Problems[0].Path != c.path {
+			t.Fatalf("%s: %v, want a problem at %s", c.to, err, c.path)
+		}
+	}
+	bomb := "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+	for _, c := range []struct{ name, doc, want string }{
+		{"empty", "  \n\t\n", "an empty document"},
+		{"comment only", "# nothing\n", "an empty YAML document"},
+		{"alias bomb", bomb, "anchors and aliases are not allowed"},
+		{"alias", strings.Replace(baseYAML, "name: t", "name: &n t\ndescription: *n", 1), "anchors and aliases"},
+		{"merge key", strings.Replace(baseYAML, "  count: 2", "  <<: {count: 2}", 1), "merge key"},
+		{"tag", strings.Replace(baseYAML, "name: t", "name: !!python/object:os.system t", 1), "tag"},
+		{"binary tag", strings.Replace(baseYAML, "name: t", "name: !!binary dA==", 1), ""},
+		{"two documents", baseYAML + "---\nname: u\n", "more than one YAML document"},
+		{"infinity", strings.Replace(baseYAML, "failureRate: 0.1", "failureRate: .inf", 1), "not a JSON number"},
+		{"nan", strings.Replace(baseYAML, "failureRate: 0.1", "failureRate: .nan", 1), "not a JSON number"},
+		{"int overflow", strings.Replace(baseYAML, "perAgent: 0x3", "perAgent: 99999999999999999999", 1), "$.turns.perAgent"},
+		{"key twice", baseYAML + "name: u\n", "given twice"},
+		{"complex key", "? [a, b]\n: c\n", "a key must be a string"},
+		{"deep", strings.Repeat("[", 200) + strings.Repeat("]", 200), "nested too deep"},
+		{"not a mapping", "- a\n- b\n", "want an object"},
+		{"null", strings.Replace(baseYAML, "name: t", "name: t\ndescription: ~", 1), "null is not a value here"},
+		{"date", strings.Replace(baseYAML, "name: t", "name: 2026-12-02", 1), ""},
+		{"flow mapping", "{name: f, agents: {count: 1}, tools: [{name: t, mode: parallel, latency: {kind: constant}}], turns: {perAgent: 1, callsPerTurn: {min: 1, max: 1}}, load: {model: closed}}", ""},
+		{"bad JSON", `{"name": "x"`, "not a JSON document"},
+		{"JSON then more", base + ` {}`, "more than one JSON value"},
+		{"not yaml", "name: [unclosed\n", "not a YAML document"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, err := Parse([]byte(c.doc))
+			if c.want == "" { // accepted: the scalar is the name's text
+				if err != nil || sc.Name == "" {
+					t.Fatalf("%v", err)
+				}
+				return
+			}
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+		})
 	}
 }

@@ -4,8 +4,9 @@
 //
 // # Scenarios
 //
-// A scenario is one JSON document (scenario.schema.json beside this file
-// documents it; examples/ holds two, also embedded: Example). It names:
+// A scenario is one JSON document, or one YAML document standing for it
+// (scenario.schema.json beside this file documents it; examples/ holds
+// two, also embedded: Example). It names:
 //
 //   - agents: a forest of Count top-level agent scopes, each with SubAgents
 //     children per scope down to Depth levels below it, and optional

@@ -191,12 +191,30 @@ func (e *ScenarioError) Error() string {
 	return "load: bad scenario: " + strings.Join(parts, "; ")
 }
 
-// Parse decodes and checks a scenario. Unknown fields, values of the wrong
-// type and semantic errors are refused with a *ScenarioError naming the
-// JSON path of every bad field. Defaults are filled in (Defaults).
+// Parse decodes and checks a scenario, a JSON object or a YAML document
+// (anything not starting with '{'; read as the JSON it stands for, without
+// anchors, aliases or tags beyond the core ones). Unknown fields, values of
+// the wrong type and semantic errors are refused with a *ScenarioError
+// naming the JSON path of every bad field. Defaults are filled in
+// (Defaults).
 func Parse(data []byte) (*Scenario, error) {
 	if len(data) > MaxScenarioBytes {
 		return nil, &ScenarioError{[]FieldError{{"$", fmt.Sprintf("the document is %d bytes, more than %d", len(data), MaxScenarioBytes)}}}
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, &ScenarioError{[]FieldError{{"$", "an empty document (want a JSON or YAML scenario)"}}}
+	}
+	if trimmed[0] != '{' { // not a JSON object: YAML, read into the JSON it stands for
+		j, err := yamlToJSON(data)
+		if err != nil {
+			return nil, &ScenarioError{[]FieldError{{"$", err.Error()}}}
+		}
+		data = j
+	} else if !json.Valid(data) { // a YAML flow mapping ({name: x, ...}), or bad JSON: its error below
+		if j, err := yamlToJSON(data); err == nil {
+			data = j
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

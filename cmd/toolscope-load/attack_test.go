@@ -141,3 +141,18 @@ func TestAttack_Cmd_CompareHostileOrMismatchedReports(t *testing.T) {
 		t.Fatalf("no note of the mismatch, or it is raw:\n%q", stderr.String())
 	}
 }
+
+// TestAttack_Cmd_YAMLScenario: -scenario takes a YAML file (the issue's
+// "one JSON or YAML file"; it was refused as "not a JSON document").
+func TestAttack_Cmd_YAMLScenario(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	yml := "name: small\nseed: 5\nagents: {count: 2}\ntools:\n  - {name: t, mode: parallel, latency: {kind: constant, value: 0s}}\nturns:\n  perAgent: 3\n  callsPerTurn: {min: 2, max: 2}\nload:\n  model: closed\n"
+	if err := os.WriteFile(p, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuffer{}
+	code, stdout := runCmd(t, context.Background(), stderr, "-scenario", p, "-out", "", "-progress", "0")
+	if code != 0 || !strings.Contains(stdout, "12 made, 12 results") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr.String())
+	}
+}

@@ -58,7 +58,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolscope-load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "example:closed", "scenario file, or example:NAME for an embedded one ("+strings.Join(prefixed(load.Examples()), ", ")+")")
+	scenario := fs.String("scenario", "example:closed", "scenario file (JSON or YAML), or example:NAME for an embedded one ("+strings.Join(prefixed(load.Examples()), ", ")+")")
 	out := fs.String("out", "report.json", "write the report as JSON to this file (empty: don't)")
 	htmlOut := fs.String("html", "auto", "write the report as a self-contained HTML page to this file (auto: next to -out, its name ending .html; empty: don't)")
 	every := fs.Duration("progress", time.Second, "print progress this often to stderr (0: never)")

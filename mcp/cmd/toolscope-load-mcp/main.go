@@ -92,7 +92,7 @@ func (p pairs) Set(s string) error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolscope-load-mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "demo", `scenario file, or "demo" for the embedded one (toolscope-mcp's tools)`)
+	scenario := fs.String("scenario", "demo", `scenario file (JSON or YAML), or "demo" for the embedded one (toolscope-mcp's tools)`)
 	url := fs.String("url", "", "the server's streamable HTTP endpoint (instead of a command after --)")
 	token := fs.String("token", "", `send "Authorization: Bearer TOKEN" to the HTTP endpoint`)
 	out := fs.String("out", "report.json", "write the report as JSON to this file (empty: don't)")
