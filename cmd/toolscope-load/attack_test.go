@@ -156,3 +156,33 @@ func TestAttack_Cmd_YAMLScenario(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr.String())
 	}
 }
+
+// TestAttack_Cmd_ReplayRefusesFlagsItWouldIgnore: -replay runs the log's
+// scenario on the log's clock; a -scenario or a contrary -virtual given
+// with it was silently ignored (the user believed another scenario was
+// replayed); now refused, exit 2, naming both flags.
+func TestAttack_Cmd_ReplayRefusesFlagsItWouldIgnore(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "run.jsonl")
+	sc := writeScenario(t, attackScenario)
+	if code, _ := runCmd(t, context.Background(), nil, "-scenario", sc, "-virtual", "-out", "", "-progress", "0", "-record", log); code != 0 {
+		t.Fatalf("recording: exit %d", code)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-scenario", sc}, "-scenario with -replay"},
+		{[]string{"-scenario", "example:open"}, "-scenario with -replay"},
+		{[]string{"-virtual=false"}, "-virtual=false with -replay of a log recorded with -virtual=true"},
+	} {
+		stderr := &syncBuffer{}
+		code, stdout := runCmd(t, context.Background(), stderr, append([]string{"-replay", log, "-out", "", "-progress", "0"}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr.String(), c.want) || stdout != "" {
+			t.Fatalf("%v: exit %d, want 2 and %q before the run\nstdout:\n%s\nstderr:\n%s", c.args, code, c.want, stdout, stderr.String())
+		}
+	}
+	stderr := &syncBuffer{}
+	if code, stdout := runCmd(t, context.Background(), stderr, "-replay", log, "-virtual", "-out", "", "-progress", "0"); code != 0 || !strings.Contains(stdout, "every agent saw the logged results") {
+		t.Fatalf("a replay with a -virtual that agrees: exit %d\n%s\n%s", code, stdout, stderr.String())
+	}
+}

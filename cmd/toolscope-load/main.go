@@ -18,7 +18,8 @@
 // the report's times are the clock's); -record writes the run's log;
 // -replay runs the log's scenario again, on the time the log was recorded
 // on, with the tools' outputs served from the log, and reports the first
-// place an agent saw a different result.
+// place an agent saw a different result (a -scenario, or a -virtual the
+// log disagrees with, is refused with it rather than ignored).
 //
 // Exit status: 0 after a run (interrupted or not), 1 when the run could not
 // start, the report could not be written or the -record log could not be
@@ -90,9 +91,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var data []byte
 	var err error
 	if *replayFrom != "" {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if given["scenario"] { // it was ignored: the replay ran the log's
+			fmt.Fprintln(stderr, "toolscope-load: -scenario with -replay: a replay runs the scenario its log holds; leave -scenario out")
+			return 2
+		}
 		l, err := readLog(*replayFrom)
 		if err != nil {
 			fmt.Fprintln(stderr, "toolscope-load:", err)
+			return 2
+		}
+		if given["virtual"] && *virtual != l.Header.Virtual {
+			fmt.Fprintf(stderr, "toolscope-load: -virtual=%v with -replay of a log recorded with -virtual=%v: a replay runs on the time its log was recorded on; leave -virtual out\n", *virtual, l.Header.Virtual)
 			return 2
 		}
 		opts.Replay, opts.Virtual = l, l.Header.Virtual
