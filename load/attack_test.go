@@ -4,7 +4,9 @@ package load
 // finding that failed before its fix.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"runtime/pprof"
@@ -292,5 +294,55 @@ func TestAttack_Parse_YAMLScenario(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestAttack_Replay_LogOfAnotherScenario: a log whose header was swapped
+// for another scenario's (another seed; a tool renamed) is replayed: the
+// replay diverges, and its first divergence names a call the log has, by
+// agent, turn and call, with what differs (the tool or the arguments). A
+// header whose scenario cannot hold the logged calls (fewer turns) is
+// refused by ReadLog with the line.
+func TestAttack_Replay_LogOfAnotherScenario(t *testing.T) {
+	_, log := recordRun(t, mixedScenario, true)
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	logged := map[string]bool{}
+	for _, line := range lines[1:] {
+		var c LogCall
+		if json.Unmarshal([]byte(line), &c) == nil && c.Kind == "call" {
+			logged[callID(c.Agent, c.Turn, c.Call)] = true
+		}
+	}
+	withScenario := func(doc string) []byte {
+		var h LogHeader
+		if err := json.Unmarshal([]byte(lines[0]), &h); err != nil {
+			t.Fatal(err)
+		}
+		h.Scenario = json.RawMessage(doc)
+		b, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(strings.Join(append([]string{string(b)}, lines[1:]...), "\n"))
+	}
+	for _, c := range []struct{ name, doc, reason string }{
+		{"another seed", strings.Replace(mixedScenario, `"seed": 11`, `"seed": 12`, 1), ", the log has "}, // another tool or other arguments
+		{"a tool renamed", strings.ReplaceAll(mixedScenario, `"excl"`, `"excl2"`), `, the log has "excl"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := replayRun(t, withScenario(c.doc))
+			f := r.Replay.First
+			if f == nil || r.Replay.Divergences == 0 {
+				t.Fatalf("no divergence: %+v", r.Replay)
+			}
+			if !logged[callID(f.Agent, f.Turn, f.Call)] || !strings.Contains(f.Reason, c.reason) {
+				t.Fatalf("first divergence %v: want a logged call and %q", f, c.reason)
+			}
+		})
+	}
+	_, err := ReadLog(bytes.NewReader(withScenario(strings.Replace(mixedScenario, `"perAgent": 6`, `"perAgent": 2`, 1))))
+	var le *LogError
+	if !errors.As(err, &le) || le.Line < 2 || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("a scenario too small for the log: %v", err)
 	}
 }
