@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"runtime/pprof"
 	"strings"
@@ -344,5 +345,95 @@ func TestAttack_Replay_LogOfAnotherScenario(t *testing.T) {
 	var le *LogError
 	if !errors.As(err, &le) || le.Line < 2 || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("a scenario too small for the log: %v", err)
+	}
+}
+
+// TestAttack_HTML_OddReportsRenderBounded: WriteHTML on reports a run
+// never makes but a report.json from elsewhere (or a Go caller) can hold:
+// names with markup, every call failed, counts at the int64 limit, huge,
+// negative and tiny positive numbers (a timeline of 5e-324 s, a rate of
+// 1e-320 — the axis ticks looped forever on a step that underflowed to
+// 0), NaN and infinities, long series. Each renders in bounded time, and
+// no markup from the report reaches the page unescaped.
+func TestAttack_HTML_OddReportsRenderBounded(t *testing.T) {
+	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>"'&`
+	lat := func(ms float64) Latency {
+		return Latency{Count: math.MaxInt64, MinMs: ms, MeanMs: ms, P50Ms: ms, P90Ms: ms, P99Ms: ms, P999Ms: ms, MaxMs: ms,
+			CDF:     []Quantile{{P: 0, Ms: ms}, {P: 50, Ms: ms}, {P: 100, Ms: ms * 2}},
+			Buckets: []Bucket{{LeMs: ms, Count: math.MaxInt64}, {LeMs: 2 * ms, Count: -5}}}
+	}
+	long := make([]Sample, 20000)
+	for i := range long {
+		long[i] = Sample{Seconds: float64(i), Results: int64(i) * 1000, TurnsInFlight: int64(i % 7)}
+	}
+	cases := map[string]func(r *Report){
+		"all failed": func(r *Report) {
+			r.Results, r.Calls = 10, 10
+			r.Failures = map[string]int64{evil: 10}
+			r.Tools = map[string]*ToolReport{evil: {Calls: 10, Failures: map[string]int64{evil: 10}}}
+		},
+		"int64 limit": func(r *Report) {
+			r.Results, r.Calls, r.TurnsDone = math.MaxInt64, math.MaxInt64, math.MaxInt64
+			r.Failures = map[string]int64{"A": math.MaxInt64, "B": math.MaxInt64}
+			r.QueueDepth.MaxTurnsInFlight = math.MaxInt64
+			r.CallLatency, r.TurnLatency, r.AdmissionWait = lat(1e300), lat(1e-300), lat(1)
+			r.Timeline = []Sample{{Seconds: 1, Results: math.MaxInt64, TurnsInFlight: math.MaxInt64}, {Seconds: 2, Results: math.MinInt64}}
+		},
+		"tiny": func(r *Report) {
+			r.Elapsed = 5e-324
+			r.Throughput.CallsPerSecond = 1e-320
+			r.CallLatency, r.TurnLatency, r.AdmissionWait = lat(5e-324), lat(1e-320), lat(1e-322)
+			r.Timeline = []Sample{{Seconds: 5e-324, Results: 1, TurnsInFlight: 1}, {Seconds: 1e-323, Results: 2}}
+		},
+		"tiny rate": func(r *Report) {
+			r.Timeline = []Sample{{Seconds: 1e300, Results: 1}, {Seconds: 2e300, Results: 2, TurnsInFlight: 0}}
+		},
+		"negative": func(r *Report) {
+			r.Elapsed, r.Throughput.CallsPerSecond = -1, -1e9
+			r.CallLatency, r.TurnLatency, r.AdmissionWait = lat(-5), lat(-1e300), lat(-1)
+			r.Timeline = []Sample{{Seconds: -1, Results: -1, TurnsInFlight: -3}, {Seconds: -2, Results: 5}}
+		},
+		"nan and inf": func(r *Report) {
+			r.Elapsed, r.Throughput.CallsPerSecond, r.Parallelism.SavedSeconds = math.NaN(), math.Inf(1), math.Inf(-1)
+			r.CallLatency, r.TurnLatency, r.AdmissionWait = lat(math.NaN()), lat(math.Inf(1)), lat(math.Inf(-1))
+			r.Timeline = []Sample{{Seconds: math.NaN(), Results: 1}, {Seconds: math.Inf(1), Results: 2}, {Seconds: 3, Results: 3}}
+		},
+		"long": func(r *Report) { r.Timeline = long },
+		"inf": func(r *Report) {
+			r.CallLatency, r.TurnLatency, r.AdmissionWait = lat(math.Inf(1)), lat(1), lat(math.Inf(1))
+			r.Timeline = []Sample{{Seconds: 1, Results: 1}, {Seconds: math.Inf(1), Results: 2, TurnsInFlight: 1}}
+		},
+		"max float": func(r *Report) {
+			r.CallLatency, r.TurnLatency, r.AdmissionWait = lat(math.MaxFloat64), lat(math.SmallestNonzeroFloat64), lat(math.MaxFloat64)
+			r.Timeline = []Sample{{Seconds: math.MaxFloat64, Results: math.MaxInt64, TurnsInFlight: math.MaxInt64}}
+		},
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &Report{Scenario: evil, Model: evil, Stopped: evil}
+			f(r)
+			done := make(chan error, 1)
+			var b bytes.Buffer
+			go func() { done <- r.WriteHTML(&b) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(time.Minute):
+				var s strings.Builder
+				_ = pprof.Lookup("goroutine").WriteTo(&s, 2)
+				t.Fatalf("WriteHTML did not return in a minute\n%s", s.String())
+			}
+			page := b.String()
+			for _, raw := range []string{"<script", "<img"} {
+				if strings.Contains(page, raw) {
+					t.Fatalf("the page holds %q unescaped", raw)
+				}
+			}
+			if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+				t.Fatal("the scenario's name is not on the page, escaped")
+			}
+		})
 	}
 }
