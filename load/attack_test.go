@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"runtime/pprof"
@@ -435,5 +436,44 @@ func TestAttack_HTML_OddReportsRenderBounded(t *testing.T) {
 				t.Fatal("the scenario's name is not on the page, escaped")
 			}
 		})
+	}
+}
+
+// TestAttack_Parse_ForestSizeCannotOverflow: the forest's size was a
+// product that could wrap round: count 2^62 with 3 sub-agents (4 scopes a
+// tree: 2^64, 0) or subAgents 2^63-1 with count 2 passed as a forest of 0
+// scopes, and Run would have built 2^62 trees; a depth of 2^62 without
+// sub-agents kept Parse counting levels for ever. Each is refused at once
+// with $.agents.
+func TestAttack_Parse_ForestSizeCannotOverflow(t *testing.T) {
+	for _, c := range []struct {
+		count, sub, depth int64
+		path              string
+	}{
+		{1 << 62, 3, 1, "$.agents"},
+		{2, math.MaxInt64, 1, "$.agents"},
+		{3, 1 << 32, 2, "$.agents"},
+		{math.MaxInt64, 1, 1, "$.agents"},
+		{1, 0, 1 << 62, "$.agents.depth"},
+		{1, 1, 1 << 62, "$.agents"},
+	} {
+		doc := fmt.Sprintf(`{"name":"x","agents":{"count":%d,"subAgents":%d,"depth":%d},"tools":[{"name":"t","mode":"parallel","latency":{"kind":"constant","value":"1ms"}}],"turns":{"perAgent":1,"callsPerTurn":{"min":1,"max":1}},"load":{"model":"closed"}}`, c.count, c.sub, c.depth)
+		done := make(chan error, 1)
+		go func() { _, err := Parse([]byte(doc)); done <- err }()
+		select {
+		case err := <-done:
+			var se *ScenarioError
+			if !errors.As(err, &se) || se.Problems[0].Path != c.path {
+				t.Errorf("count %d, subAgents %d, depth %d: %v, want a problem at %s", c.count, c.sub, c.depth, err, c.path)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("count %d, subAgents %d, depth %d: Parse did not return in 30 s", c.count, c.sub, c.depth)
+		}
+	}
+	if n, ok := forestSize(10, 9, 5); !ok || n != 10*(1+9+81+729+6561+59049) {
+		t.Fatalf("10 trees of 9 children 5 deep: %d %v", n, ok)
+	}
+	if n, ok := forestSize(MaxAgents, 0, 0); !ok || n != MaxAgents {
+		t.Fatalf("MaxAgents single scopes: %d %v", n, ok)
 	}
 }

@@ -635,16 +635,28 @@ func sortedWeights(m map[string]float64) []string {
 }
 
 // forestSize is the number of scopes in the forest, false past MaxAgents.
+// No product is formed that could overflow (a huge count or subAgents
+// wrapped round to a small size), and a depth without sub-agents adds no
+// level (it counted to the depth, 2^62 of them).
 func forestSize(count, sub, depth int) (int, bool) {
+	if count < 0 || sub < 0 || depth < 0 {
+		return 0, false
+	}
 	per, level := 1, 1
 	for range depth {
+		if sub == 0 {
+			break
+		}
+		if level > MaxAgents/sub {
+			return 0, false
+		}
 		level *= sub
 		per += level
 		if per > MaxAgents {
 			return 0, false
 		}
 	}
-	if per*count > MaxAgents || per*count < 0 {
+	if count > MaxAgents/per {
 		return 0, false
 	}
 	return per * count, true
