@@ -477,3 +477,22 @@ func TestAttack_Parse_ForestSizeCannotOverflow(t *testing.T) {
 		t.Fatalf("MaxAgents single scopes: %d %v", n, ok)
 	}
 }
+
+// TestAttack_Dist_MeanDurationSaturates: the mean of a lognormal of a
+// wide sigma (a 24h median, sigma 10: e^50 days) overflowed
+// time.Duration and came out negative (-2562047h); it is now the largest
+// Duration. Uniform's mean of two large bounds no longer overflows their
+// sum either.
+func TestAttack_Dist_MeanDurationSaturates(t *testing.T) {
+	wide := Distribution{Kind: DistLognormal, Median: Duration(MaxLatency), Sigma: 10}
+	if m := wide.MeanDuration(); m != time.Duration(math.MaxInt64) {
+		t.Fatalf("mean %v, want the largest Duration", m)
+	}
+	big := Distribution{Kind: DistUniform, Min: Duration(math.MaxInt64 - 2), Max: Duration(math.MaxInt64)}
+	if m := big.MeanDuration(); m < time.Duration(math.MaxInt64-4) {
+		t.Fatalf("mean %v of [max-2, max]", m)
+	}
+	if m := (Distribution{Kind: DistUniform, Min: Duration(time.Millisecond), Max: Duration(3 * time.Millisecond)}).MeanDuration(); m != 2*time.Millisecond {
+		t.Fatalf("mean %v, want 2ms", m)
+	}
+}

@@ -161,24 +161,34 @@ func (d Distribution) Sample(r *rand.Rand) time.Duration {
 	return time.Duration(v)
 }
 
-// MeanDuration is the distribution's mean (for normal, of the untruncated law).
+// MeanDuration is the distribution's mean (for normal, of the untruncated
+// law); a mean past the largest time.Duration (a lognormal of a wide
+// sigma) is that largest one.
 func (d Distribution) MeanDuration() time.Duration {
+	m := d.meanNs()
+	if m >= math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(m)
+}
+
+func (d Distribution) meanNs() float64 {
 	switch d.Kind {
 	case DistConstant:
-		return d.Value.D()
+		return float64(d.Value)
 	case DistUniform:
-		return (d.Min.D() + d.Max.D()) / 2
+		return (float64(d.Min) + float64(d.Max)) / 2
 	case DistNormal:
-		return d.Mean.D()
+		return float64(d.Mean)
 	case DistLognormal:
-		return time.Duration(float64(d.Median) * math.Exp(d.Sigma*d.Sigma/2))
+		return float64(d.Median) * math.Exp(d.Sigma*d.Sigma/2)
 	case DistPercentiles:
 		var m float64
 		for i := 1; i < len(d.Points); i++ {
 			a, b := d.Points[i-1], d.Points[i]
 			m += (b.P - a.P) / 100 * (float64(a.Value) + float64(b.Value)) / 2
 		}
-		return time.Duration(m)
+		return m
 	}
 	return 0
 }
