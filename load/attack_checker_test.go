@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -67,7 +68,8 @@ func wallScenario(r *rand.Rand) string {
 // id, as many as the report's results); the report's counts agree with
 // each other (turns started = done, calls = results = finished events =
 // the call latency's count = the per-tool calls, failures by code = per
-// tool); how it stopped matches what happened; no goroutine is left.
+// tool); how it stopped matches what happened; the run's log (Record)
+// reads back, however the run was cut; no goroutine is left.
 func TestAttack_Run_RandomCancelChecker(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	r := rand.New(rand.NewPCG(29, 6))
@@ -93,7 +95,9 @@ func TestAttack_Run_RandomCancelChecker(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var cancelled atomic.Bool
+			var log bytes.Buffer
 			opts := Options{
+				Record:        &log,
 				ProgressEvery: 200 * time.Microsecond,
 				Progress: func(p Progress) {
 					if cancelAfter >= 0 && p.TurnsDone >= cancelAfter && !cancelled.Swap(true) {
@@ -164,6 +168,13 @@ func TestAttack_Run_RandomCancelChecker(t *testing.T) {
 				fail("per tool %d calls %d failed; overall %d, %d", perTool, perToolFailed, rep.Calls, failed)
 			}
 			t.Logf("stopped %s: %d of %d turns, %d calls, %d failed", rep.Stopped, rep.TurnsDone, rep.TurnsPlanned, rep.Calls, failed)
+			l, err := ReadLog(bytes.NewReader(log.Bytes()))
+			if err != nil {
+				fail("the run's log does not read back: %v", err)
+			}
+			if int64(len(l.Calls)) > rep.Results {
+				fail("the log has %d calls, the run %d results", len(l.Calls), rep.Results)
+			}
 			switch rep.Stopped {
 			case StoppedComplete:
 				if rep.TurnsDone != rep.TurnsPlanned {
