@@ -62,15 +62,15 @@ func TestAttack_Cmd_OutputsCheckedBeforeTheRun(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"out in a missing dir", []string{"-out", missing}, "-out: cannot write"},
-		{"html in a missing dir", []string{"-out", "", "-html", missing}, "-html: cannot write"},
-		{"record in a missing dir", []string{"-out", "", "-record", missing}, "-record: cannot write"},
-		{"out is the page", []string{"-out", filepath.Join(dir, "r.html")}, "the same file as -out"},
+		{"out in a missing dir", []string{"-scenario", sc, "-out", missing}, "-out: cannot write"},
+		{"html in a missing dir", []string{"-scenario", sc, "-out", "", "-html", missing}, "-html: cannot write"},
+		{"record in a missing dir", []string{"-scenario", sc, "-out", "", "-record", missing}, "-record: cannot write"},
+		{"out is the page", []string{"-scenario", sc, "-out", filepath.Join(dir, "r.html")}, "the same file as -out"},
 		{"record is the replayed log", []string{"-out", "", "-replay", log, "-record", log}, "the same file as -replay"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stderr := &syncBuffer{}
-			code, stdout := runCmd(t, context.Background(), stderr, append([]string{"-scenario", sc, "-progress", "0"}, c.args...)...)
+			code, stdout := runCmd(t, context.Background(), stderr, append([]string{"-progress", "0"}, c.args...)...)
 			if code != 2 || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "agents,") || stdout != "" {
 				t.Fatalf("exit %d, want 2 and %q before the run; stdout:\n%s\nstderr:\n%s", code, c.want, stdout, stderr.String())
 			}
