@@ -90,6 +90,13 @@ func newHostileServer(t *testing.T, how string, healthy int64) *hostileServer {
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if how == "hang-list" && bytes.Contains(body, []byte(`"tools/list"`)) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
 		if bytes.Contains(body, []byte(`"tools/call"`)) {
 			n := h.calls.Add(1)
 			select {
@@ -214,4 +221,22 @@ func TestAttack_LoadMCP_HostileServerEndsWithAReport(t *testing.T) {
 			goroutinesBack(t, base)
 		})
 	}
+}
+
+// TestAttack_LoadMCP_ServerNeverListsItsTools: a server that accepts the
+// session and never answers tools/list hung the command for ever, before
+// the first call and with no progress to show; listing is now bounded
+// like connecting: exit 1 naming tools/list, no goroutine left.
+func TestAttack_LoadMCP_ServerNeverListsItsTools(t *testing.T) {
+	defer func(d time.Duration) { setupTimeout = d }(setupTimeout)
+	setupTimeout = 2 * time.Second
+	base := goruntime.NumGoroutine()
+	h := newHostileServer(t, "hang-list", 0)
+	args := append([]string{"-scenario", writeFile(t, "s.json", smallScenario), "-out", "", "-progress", "0", "-url", h.url}, mapping...)
+	code, _, stderr := runCmd(t, args...)
+	if code != 1 || !strings.Contains(stderr, "no answer to tools/list in 2s") {
+		t.Fatalf("exit %d, want 1 naming tools/list; stderr:\n%s", code, stderr)
+	}
+	h.stop()
+	goroutinesBack(t, base)
 }

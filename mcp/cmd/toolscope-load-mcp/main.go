@@ -19,6 +19,7 @@
 // scenario (demo.json) fits toolscope-mcp's tools and brings its own
 // arguments.
 //
+// Connecting and listing the server's tools are bounded (a minute each).
 // It prints progress, stops cleanly on Ctrl-C with the report of what ran,
 // prints the summary table and writes report.json and report.html as
 // toolscope-load does. Exit status: 0 after a run, 1 when the server
@@ -52,6 +53,11 @@ import (
 	"github.com/toolscope/toolscope/mcp"
 	"github.com/toolscope/toolscope/runtime"
 )
+
+// setupTimeout bounds connecting to the server and listing its tools
+// (a server that accepts the connection and never answers would hang the
+// command before the first call, with no progress to show).
+var setupTimeout = time.Minute
 
 //go:embed demo.json
 var demoScenario []byte
@@ -176,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd.Stderr = stderr
 		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}
 	}
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	cctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	session, err := client.Connect(cctx, transport, nil)
 	cancel()
 	if err != nil {
@@ -313,8 +319,13 @@ func newTarget(sc *load.Scenario, toolMap, argMap pairs) (*target, error) {
 }
 
 func (t *target) Attach(ctx context.Context, reg *runtime.Registry, _ *load.Scenario) ([]load.TargetTool, error) {
-	im, err := mcp.Import(ctx, reg.Global(), t.session, t.opts...)
+	lctx, cancel := context.WithTimeout(ctx, setupTimeout) // a server that never answers tools/list hung the run
+	defer cancel()
+	im, err := mcp.Import(lctx, reg.Global(), t.session, t.opts...)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("importing the server's tools: no answer to tools/list in %v: %w", setupTimeout, err)
+		}
 		return nil, err
 	}
 	t.imported = im
