@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	goruntime "runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -494,5 +495,35 @@ func TestAttack_Dist_MeanDurationSaturates(t *testing.T) {
 	}
 	if m := (Distribution{Kind: DistUniform, Min: Duration(time.Millisecond), Max: Duration(3 * time.Millisecond)}).MeanDuration(); m != 2*time.Millisecond {
 		t.Fatalf("mean %v, want 2ms", m)
+	}
+}
+
+// TestAttack_Replay_DivergencesKeepOnlyTheFirst: the replayer kept every
+// divergence, each with its formatted reason (quoted texts, arguments),
+// to sort them at the end for the first: a replay where every call of a
+// large log differs held them all. It now counts them and keeps the
+// earliest: 50,000 divergences cost no memory that stays, and the first
+// and the count are as before.
+func TestAttack_Replay_DivergencesKeepOnlyTheFirst(t *testing.T) {
+	p := newReplayer(&Log{Scenario: &Scenario{}})
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	const n = 50_000
+	long := strings.Repeat("y", 200)
+	for i := range n {
+		p.diverge(fmt.Sprintf("a%d", i%7), i%11, i%5, int64(n-i)+10, "result text %s, the log has %q", quoteShort(long), long)
+	}
+	p.diverge("a3", 2, 1, 10, "the earliest")
+	p.diverge("a2", 2, 1, 10, "earlier still: same time, a smaller agent")
+	p.diverge("a2", 2, 1, 10, "the same place again: the first one stays")
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	r := p.result()
+	if r.Divergences != n+3 || r.First == nil || r.First.Reason != "earlier still: same time, a smaller agent" {
+		t.Fatalf("report %+v, first %v", r, r.First)
+	}
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
+		t.Fatalf("%d divergences kept %d bytes", n, grew)
 	}
 }

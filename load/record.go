@@ -426,7 +426,8 @@ type replayer struct {
 	seq   map[string][]*LogCall
 	seen  map[string]bool
 	calls int
-	divs  []Divergence
+	ndivs int         // divergences seen
+	first *Divergence // the earliest of them (Divergence.before); only it is kept
 }
 
 func newReplayer(l *Log) *replayer {
@@ -463,8 +464,30 @@ func (p *replayer) output(id string) (string, error) {
 	return "", errors.New(o.Error)
 }
 
+// diverge counts a divergence and keeps it if it is the earliest so far:
+// a replay where every call differs holds one, not one per call (with its
+// quoted texts), and formats the reason of those it keeps only.
 func (p *replayer) diverge(agent string, turn, call int, at int64, format string, args ...any) {
-	p.divs = append(p.divs, Divergence{Agent: agent, Turn: turn, Call: call, Reason: fmt.Sprintf(format, args...), at: at})
+	p.ndivs++
+	d := Divergence{Agent: agent, Turn: turn, Call: call, at: at}
+	if p.first == nil || d.before(*p.first) {
+		d.Reason = fmt.Sprintf(format, args...)
+		p.first = &d
+	}
+}
+
+// before orders divergences: by the log's time, then agent, turn, call.
+func (d Divergence) before(e Divergence) bool {
+	if d.at != e.at {
+		return d.at < e.at
+	}
+	if d.Agent != e.Agent {
+		return d.Agent < e.Agent
+	}
+	if d.Turn != e.Turn {
+		return d.Turn < e.Turn
+	}
+	return d.Call < e.Call
 }
 
 // call compares a finished call with the log.
@@ -540,22 +563,9 @@ func (p *replayer) result() *ReplayReport {
 			p.diverge(c.Agent, c.Turn, c.Call, c.Finished, "the log has this call (%s); the replay did not make it", c.Tool)
 		}
 	}
-	r := &ReplayReport{Calls: p.calls, Divergences: len(p.divs)}
-	if len(p.divs) > 0 {
-		sort.Slice(p.divs, func(i, j int) bool {
-			a, b := p.divs[i], p.divs[j]
-			if a.at != b.at {
-				return a.at < b.at
-			}
-			if a.Agent != b.Agent {
-				return a.Agent < b.Agent
-			}
-			if a.Turn != b.Turn {
-				return a.Turn < b.Turn
-			}
-			return a.Call < b.Call
-		})
-		first := p.divs[0]
+	r := &ReplayReport{Calls: p.calls, Divergences: p.ndivs}
+	if p.first != nil {
+		first := *p.first
 		r.First = &first
 	}
 	return r
