@@ -527,3 +527,24 @@ func TestAttack_Replay_DivergencesKeepOnlyTheFirst(t *testing.T) {
 		t.Fatalf("%d divergences kept %d bytes", n, grew)
 	}
 }
+
+// TestAttack_Parse_ProblemsBounded: a 1 MiB document of unknown keys gave
+// one problem per key (about 90,000), each listing every known field: an
+// error of megabytes printed line by line. The first 100 are listed, then
+// how many more.
+func TestAttack_Parse_ProblemsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"name":"x"`)
+	for i := 0; b.Len() < MaxScenarioBytes-32; i++ {
+		fmt.Fprintf(&b, `,"k%d":1`, i)
+	}
+	b.WriteString("}")
+	_, err := Parse([]byte(b.String()))
+	var se *ScenarioError
+	if !errors.As(err, &se) || len(se.Problems) != 101 || !strings.HasPrefix(se.Problems[100].Reason, "and ") || !strings.HasSuffix(se.Problems[100].Reason, " more problems") {
+		t.Fatalf("%d problems, the last %v", len(se.Problems), se.Problems[len(se.Problems)-1])
+	}
+	if len(err.Error()) > 64<<10 {
+		t.Fatalf("an error of %d bytes", len(err.Error()))
+	}
+}

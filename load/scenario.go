@@ -180,7 +180,8 @@ type FieldError struct {
 
 func (e FieldError) Error() string { return e.Path + ": " + e.Reason }
 
-// ScenarioError lists every problem Parse found, in document order.
+// ScenarioError lists the problems Parse found, in document order: every
+// one, up to 100 (then a last one says how many more).
 type ScenarioError struct{ Problems []FieldError }
 
 func (e *ScenarioError) Error() string {
@@ -189,6 +190,20 @@ func (e *ScenarioError) Error() string {
 		parts[i] = p.Error()
 	}
 	return "load: bad scenario: " + strings.Join(parts, "; ")
+}
+
+// maxProblems bounds the problems a ScenarioError lists: a 1 MiB document
+// of unknown keys made a hundred thousand, each naming every known field.
+const maxProblems = 100
+
+// scenarioError lists probs, the first maxProblems of them and how many
+// more there were.
+func scenarioError(probs []FieldError) *ScenarioError {
+	if len(probs) > maxProblems {
+		more := len(probs) - maxProblems
+		probs = append(probs[:maxProblems:maxProblems], FieldError{"$", fmt.Sprintf("and %d more problems", more)})
+	}
+	return &ScenarioError{probs}
 }
 
 // Parse decodes and checks a scenario, a JSON object or a YAML document
@@ -228,10 +243,10 @@ func Parse(data []byte) (*Scenario, error) {
 	var probs []FieldError
 	checkShape(tree, reflect.TypeFor[Scenario](), "$", 0, &probs)
 	if len(probs) > 0 {
-		return nil, &ScenarioError{probs}
+		return nil, scenarioError(probs)
 	}
 	if probs := checkLoadKeys(tree); len(probs) > 0 {
-		return nil, &ScenarioError{probs}
+		return nil, scenarioError(probs)
 	}
 	var sc Scenario
 	if err := json.Unmarshal(data, &sc); err != nil {
@@ -241,7 +256,7 @@ func Parse(data []byte) (*Scenario, error) {
 	}
 	sc.Defaults()
 	if probs := sc.check(); len(probs) > 0 {
-		return nil, &ScenarioError{probs}
+		return nil, scenarioError(probs)
 	}
 	return &sc, nil
 }
