@@ -5,7 +5,10 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"unicode"
 )
 
 // DefaultNoise is the relative change Compare treats as run-to-run noise
@@ -227,13 +230,27 @@ func mannWhitneyP(a, b []float64) float64 {
 	return math.Erfc(z / math.Sqrt2)
 }
 
+// shown is a name from a report file as a table shows it: quoted (and
+// cut to 80 bytes) when it holds a control character, a tab or a newline —
+// a report from elsewhere cannot break the table or send the terminal an
+// escape sequence — or is longer.
+func shown(s string) string {
+	if len(s) <= 80 && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+		return s
+	}
+	if len(s) > 80 {
+		return strconv.Quote(s[:80]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
 // WriteComparison writes the diffs as a table; marked changes carry "!"
 // (a regression) or "+" (an improvement); the last column says how noise
 // was told apart (the Mann–Whitney p-value over the intervals of A and B,
 // or the fixed threshold).
 func WriteComparison(w io.Writer, a, b *Report, diffs []Diff) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "metric\tA: %s (%s)\tB: %s (%s)\tB/A\t\tnoise test\n", a.Scenario, a.Model, b.Scenario, b.Model)
+	fmt.Fprintf(tw, "metric\tA: %s (%s)\tB: %s (%s)\tB/A\t\tnoise test\n", shown(a.Scenario), shown(a.Model), shown(b.Scenario), shown(b.Model))
 	for _, d := range diffs {
 		mark := ""
 		switch {

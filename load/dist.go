@@ -47,6 +47,15 @@ type Point struct {
 	Value Duration `json:"value"`
 }
 
+// distFields are the fields each kind of Distribution takes (besides kind).
+var distFields = map[string][]string{
+	DistConstant:    {"value"},
+	DistUniform:     {"min", "max"},
+	DistNormal:      {"mean", "stddev"},
+	DistLognormal:   {"median", "sigma"},
+	DistPercentiles: {"points"},
+}
+
 // check validates the distribution's fields for its kind.
 func (d Distribution) check(path string) []FieldError {
 	var probs []FieldError
@@ -58,19 +67,15 @@ func (d Distribution) check(path string) []FieldError {
 		"value": d.Value != 0, "min": d.Min != 0, "max": d.Max != 0, "mean": d.Mean != 0,
 		"stddev": d.StdDev != 0, "median": d.Median != 0, "sigma": d.Sigma != 0, "points": d.Points != nil,
 	}
-	var takes []string
+	takes := distFields[d.Kind]
 	switch d.Kind {
 	case DistConstant:
-		takes = []string{"value"}
 	case DistUniform:
-		takes = []string{"min", "max"}
 		if d.Max < d.Min {
 			add(".max", "must be ≥ min (%v), got %v", d.Min.D(), d.Max.D())
 		}
 	case DistNormal:
-		takes = []string{"mean", "stddev"}
 	case DistLognormal:
-		takes = []string{"median", "sigma"}
 		if d.Median <= 0 {
 			add(".median", "must be > 0")
 		}
@@ -78,7 +83,6 @@ func (d Distribution) check(path string) []FieldError {
 			add(".sigma", "must be in [0, 10], got %v", d.Sigma)
 		}
 	case DistPercentiles:
-		takes = []string{"points"}
 		probs = append(probs, checkPoints(path+".points", d.Points)...)
 	case "":
 		add(".kind", "required: one of constant, uniform, normal, lognormal, percentiles")
@@ -157,24 +161,34 @@ func (d Distribution) Sample(r *rand.Rand) time.Duration {
 	return time.Duration(v)
 }
 
-// MeanDuration is the distribution's mean (for normal, of the untruncated law).
+// MeanDuration is the distribution's mean (for normal, of the untruncated
+// law); a mean past the largest time.Duration (a lognormal of a wide
+// sigma) is that largest one.
 func (d Distribution) MeanDuration() time.Duration {
+	m := d.meanNs()
+	if m >= math.MaxInt64 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(m)
+}
+
+func (d Distribution) meanNs() float64 {
 	switch d.Kind {
 	case DistConstant:
-		return d.Value.D()
+		return float64(d.Value)
 	case DistUniform:
-		return (d.Min.D() + d.Max.D()) / 2
+		return (float64(d.Min) + float64(d.Max)) / 2
 	case DistNormal:
-		return d.Mean.D()
+		return float64(d.Mean)
 	case DistLognormal:
-		return time.Duration(float64(d.Median) * math.Exp(d.Sigma*d.Sigma/2))
+		return float64(d.Median) * math.Exp(d.Sigma*d.Sigma/2)
 	case DistPercentiles:
 		var m float64
 		for i := 1; i < len(d.Points); i++ {
 			a, b := d.Points[i-1], d.Points[i]
 			m += (b.P - a.P) / 100 * (float64(a.Value) + float64(b.Value)) / 2
 		}
-		return time.Duration(m)
+		return m
 	}
 	return 0
 }

@@ -4,8 +4,9 @@
 //
 // # Scenarios
 //
-// A scenario is one JSON document (scenario.schema.json beside this file
-// documents it; examples/ holds two, also embedded: Example). It names:
+// A scenario is one JSON document, or one YAML document standing for it
+// (scenario.schema.json beside this file documents it; examples/ holds
+// two, also embedded: Example). It names:
 //
 //   - agents: a forest of Count top-level agent scopes, each with SubAgents
 //     children per scope down to Depth levels below it, and optional
@@ -26,7 +27,11 @@
 //
 // Parse decodes strictly: an unknown field, a value of the wrong type and
 // every semantic error is refused with the JSON path of the field and why,
-// all problems at once (*ScenarioError).
+// all problems at once (*ScenarioError). What the schema accepts and what
+// Parse accepts agree: everything Parse accepts the schema does (no null,
+// no field of another kind of distribution, no open-model field in the
+// closed model, a duration without a minus sign), and Parse refuses more
+// only for what a schema cannot say (the schema's description lists it).
 //
 // # Determinism
 //

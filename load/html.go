@@ -265,6 +265,9 @@ func niceTicks(hi float64, n int) []float64 {
 			break
 		}
 	}
+	if !(step > 0) || hi/step > 100 { // hi so small that hi/n underflows (a step of 0 looped forever), or infinite
+		return []float64{0, hi}
+	}
 	var out []float64
 	for v := 0.0; ; v += step {
 		out = append(out, v)
@@ -279,6 +282,7 @@ func niceTicks(hi float64, n int) []float64 {
 // them when the span is under three decades.
 func logTicks(lo, hi float64) (float64, float64, []float64) {
 	a, b := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	b = math.Min(b, 309) // an infinite latency (a report from elsewhere) looped forever: a float ends at 1.8e308
 	if b == a {
 		b++
 	}

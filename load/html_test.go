@@ -55,7 +55,7 @@ func near(page string, want float64) bool {
 	if err != nil {
 		return false
 	}
-	return math.Abs(got-want) <= 5e-4*math.Max(math.Abs(want), 1)
+	return math.Abs(got-want) <= 5e-4*math.Max(math.Abs(want), 1)*(1+1e-9) // half the last digit shown, rounding half up
 }
 
 // TestReportHTML_NumbersAreTheReports: every figure and chart point on

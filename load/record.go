@@ -289,7 +289,9 @@ func (e *LogError) Error() string { return fmt.Sprintf("load: log line %d: %s", 
 // ReadLog reads a log written by Options.Record. It is checked as hostile
 // input: a line longer than MaxLogLine, an unknown kind or field, a
 // scenario Parse refuses, a call whose place is out of range or given
-// twice, or more than ten million calls are refused with the line and why.
+// twice, a turn out of range or with more calls in its orders than it
+// has, or more than ten million calls or turns are refused with the line
+// and why.
 func ReadLog(rd io.Reader) (*Log, error) {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxLogLine)
@@ -309,14 +311,14 @@ func ReadLog(rd io.Reader) (*Log, error) {
 		if err := json.Unmarshal(line, &k); err != nil {
 			return nil, bad("not a JSON object: %v", err)
 		}
-		if n == 1 && k.Kind != "header" {
+		if l.Scenario == nil && k.Kind != "header" {
 			return nil, bad(`the first line must be the header (kind "header"), got kind %q`, k.Kind)
 		}
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		switch k.Kind {
 		case "header":
-			if n != 1 {
+			if l.Scenario != nil {
 				return nil, bad("a second header")
 			}
 			if err := dec.Decode(&l.Header); err != nil {
@@ -355,6 +357,23 @@ func ReadLog(rd io.Reader) (*Log, error) {
 			var t LogTurn
 			if err := dec.Decode(&t); err != nil {
 				return nil, bad("turn: %v", err)
+			}
+			switch {
+			case t.Agent == "" || strings.ContainsRune(t.Agent, '/'):
+				return nil, bad("turn: agent %q is not an agent key", t.Agent)
+			case t.Turn < 0 || t.Turn >= l.Scenario.Turns.PerAgent:
+				return nil, bad("turn: turn %d out of range [0, %d)", t.Turn, l.Scenario.Turns.PerAgent)
+			case t.Calls < 0 || t.Calls > MaxCallsPerTurn:
+				return nil, bad("turn: calls %d out of range [0, %d]", t.Calls, MaxCallsPerTurn)
+			case len(t.Admission) > t.Calls || len(t.Commit) > t.Calls:
+				return nil, bad("turn: %d admitted and %d committed of %d calls", len(t.Admission), len(t.Commit), t.Calls)
+			case len(l.Turns) >= maxLogCalls:
+				return nil, bad("more than %d turns", maxLogCalls)
+			}
+			for _, i := range append(append([]int(nil), t.Admission...), t.Commit...) {
+				if i < 0 || i >= t.Calls {
+					return nil, bad("turn: call %d out of range [0, %d)", i, t.Calls)
+				}
 			}
 			l.Turns = append(l.Turns, t)
 		default:
@@ -407,7 +426,8 @@ type replayer struct {
 	seq   map[string][]*LogCall
 	seen  map[string]bool
 	calls int
-	divs  []Divergence
+	ndivs int         // divergences seen
+	first *Divergence // the earliest of them (Divergence.before); only it is kept
 }
 
 func newReplayer(l *Log) *replayer {
@@ -444,8 +464,30 @@ func (p *replayer) output(id string) (string, error) {
 	return "", errors.New(o.Error)
 }
 
+// diverge counts a divergence and keeps it if it is the earliest so far:
+// a replay where every call differs holds one, not one per call (with its
+// quoted texts), and formats the reason of those it keeps only.
 func (p *replayer) diverge(agent string, turn, call int, at int64, format string, args ...any) {
-	p.divs = append(p.divs, Divergence{Agent: agent, Turn: turn, Call: call, Reason: fmt.Sprintf(format, args...), at: at})
+	p.ndivs++
+	d := Divergence{Agent: agent, Turn: turn, Call: call, at: at}
+	if p.first == nil || d.before(*p.first) {
+		d.Reason = fmt.Sprintf(format, args...)
+		p.first = &d
+	}
+}
+
+// before orders divergences: by the log's time, then agent, turn, call.
+func (d Divergence) before(e Divergence) bool {
+	if d.at != e.at {
+		return d.at < e.at
+	}
+	if d.Agent != e.Agent {
+		return d.Agent < e.Agent
+	}
+	if d.Turn != e.Turn {
+		return d.Turn < e.Turn
+	}
+	return d.Call < e.Call
 }
 
 // call compares a finished call with the log.
@@ -521,22 +563,9 @@ func (p *replayer) result() *ReplayReport {
 			p.diverge(c.Agent, c.Turn, c.Call, c.Finished, "the log has this call (%s); the replay did not make it", c.Tool)
 		}
 	}
-	r := &ReplayReport{Calls: p.calls, Divergences: len(p.divs)}
-	if len(p.divs) > 0 {
-		sort.Slice(p.divs, func(i, j int) bool {
-			a, b := p.divs[i], p.divs[j]
-			if a.at != b.at {
-				return a.at < b.at
-			}
-			if a.Agent != b.Agent {
-				return a.Agent < b.Agent
-			}
-			if a.Turn != b.Turn {
-				return a.Turn < b.Turn
-			}
-			return a.Call < b.Call
-		})
-		first := p.divs[0]
+	r := &ReplayReport{Calls: p.calls, Divergences: p.ndivs}
+	if p.first != nil {
+		first := *p.first
 		r.First = &first
 	}
 	return r

@@ -122,6 +122,7 @@ func FuzzReadLog(f *testing.F) {
 	f.Add(h + `{"kind":"call","agent":"a0","turn":1,"call":0,"tool":"t","args":{"sleep_ns":1},"entered":0,"finished":5,"commit":0,"output":{"text":"x"},"result":{}}` + "\n")
 	f.Add(h + `{"kind":"turn","agent":"a0","turn":0,"intended":0,"calls":1,"admission":[0],"commit":[0]}`)
 	f.Add("{\"kind\":\"header\"}\n\n\n")
+	f.Add("\n" + `{"kind":"call","agent":"a0","turn":1,"call":0,"tool":"t","args":{},"entered":0,"finished":5,"commit":0,"result":{}}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > 1<<20 {
 			return

@@ -236,7 +236,9 @@ func digits(i int) int {
 // the report says which (Report.Stopped). The error is for a scenario
 // Parse would refuse (a *ScenarioError: a scenario built in Go is checked
 // here, on a copy with the defaults filled in) or a registry that could
-// not be built; a run cut short still reports.
+// not be built; a run cut short still reports. A log that could not be
+// written (Options.Record) is the one error that comes with a report: the
+// run went on, only its record is lost.
 func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error) {
 	if opts.Target != nil && (opts.Virtual || opts.Replay != nil || opts.Record != nil) {
 		// A remote server neither sleeps on the run's clock nor serves
@@ -402,10 +404,7 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	}
 	endWatch()
 	elapsed := env.clk.now().Sub(start)
-	if err := env.finish(); err != nil {
-		closeReg()
-		return nil, err
-	}
+	recErr := env.finish() // returned with the report: a log not written loses no figures
 	close(progressDone)
 	progressWG.Wait()
 
@@ -429,7 +428,7 @@ func Run(ctx context.Context, scenario *Scenario, opts Options) (*Report, error)
 	if opts.Progress != nil {
 		opts.Progress(col.progress())
 	}
-	return rep, nil
+	return rep, recErr
 }
 
 // buildForest creates the agent scopes, depth first, with their levels'

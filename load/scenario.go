@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Bounds on a scenario, so a file cannot ask for unbounded work or memory
@@ -24,6 +26,7 @@ const (
 	MaxOutputBytes   = 16 << 20       // one call's output
 	MaxLatency       = 24 * time.Hour // any sampled or configured duration
 	maxDepth         = 64             // JSON nesting of the document
+	maxNameRunes     = 200            // the scenario's name, shown on terminals and pages
 )
 
 // Scenario is one workload: see the package doc and scenario.schema.json.
@@ -177,7 +180,8 @@ type FieldError struct {
 
 func (e FieldError) Error() string { return e.Path + ": " + e.Reason }
 
-// ScenarioError lists every problem Parse found, in document order.
+// ScenarioError lists the problems Parse found, in document order: every
+// one, up to 100 (then a last one says how many more).
 type ScenarioError struct{ Problems []FieldError }
 
 func (e *ScenarioError) Error() string {
@@ -188,12 +192,44 @@ func (e *ScenarioError) Error() string {
 	return "load: bad scenario: " + strings.Join(parts, "; ")
 }
 
-// Parse decodes and checks a scenario. Unknown fields, values of the wrong
-// type and semantic errors are refused with a *ScenarioError naming the
-// JSON path of every bad field. Defaults are filled in (Defaults).
+// maxProblems bounds the problems a ScenarioError lists: a 1 MiB document
+// of unknown keys made a hundred thousand, each naming every known field.
+const maxProblems = 100
+
+// scenarioError lists probs, the first maxProblems of them and how many
+// more there were.
+func scenarioError(probs []FieldError) *ScenarioError {
+	if len(probs) > maxProblems {
+		more := len(probs) - maxProblems
+		probs = append(probs[:maxProblems:maxProblems], FieldError{"$", fmt.Sprintf("and %d more problems", more)})
+	}
+	return &ScenarioError{probs}
+}
+
+// Parse decodes and checks a scenario, a JSON object or a YAML document
+// (anything not starting with '{'; read as the JSON it stands for, without
+// anchors, aliases or tags beyond the core ones). Unknown fields, values of
+// the wrong type and semantic errors are refused with a *ScenarioError
+// naming the JSON path of every bad field. Defaults are filled in
+// (Defaults).
 func Parse(data []byte) (*Scenario, error) {
 	if len(data) > MaxScenarioBytes {
 		return nil, &ScenarioError{[]FieldError{{"$", fmt.Sprintf("the document is %d bytes, more than %d", len(data), MaxScenarioBytes)}}}
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, &ScenarioError{[]FieldError{{"$", "an empty document (want a JSON or YAML scenario)"}}}
+	}
+	if trimmed[0] != '{' { // not a JSON object: YAML, read into the JSON it stands for
+		j, err := yamlToJSON(data)
+		if err != nil {
+			return nil, &ScenarioError{[]FieldError{{"$", err.Error()}}}
+		}
+		data = j
+	} else if !json.Valid(data) { // a YAML flow mapping ({name: x, ...}), or bad JSON: its error below
+		if j, err := yamlToJSON(data); err == nil {
+			data = j
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -207,7 +243,10 @@ func Parse(data []byte) (*Scenario, error) {
 	var probs []FieldError
 	checkShape(tree, reflect.TypeFor[Scenario](), "$", 0, &probs)
 	if len(probs) > 0 {
-		return nil, &ScenarioError{probs}
+		return nil, scenarioError(probs)
+	}
+	if probs := checkLoadKeys(tree); len(probs) > 0 {
+		return nil, scenarioError(probs)
 	}
 	var sc Scenario
 	if err := json.Unmarshal(data, &sc); err != nil {
@@ -217,7 +256,7 @@ func Parse(data []byte) (*Scenario, error) {
 	}
 	sc.Defaults()
 	if probs := sc.check(); len(probs) > 0 {
-		return nil, &ScenarioError{probs}
+		return nil, scenarioError(probs)
 	}
 	return &sc, nil
 }
@@ -239,7 +278,10 @@ func (sc *Scenario) Defaults() {
 	}
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType     = reflect.TypeFor[Duration]()
+	distributionType = reflect.TypeFor[Distribution]()
+)
 
 // checkShape walks the decoded document along the Go type t: every object
 // key must name a field (json tag, exact case), every value must have the
@@ -265,7 +307,7 @@ func checkShape(v any, t reflect.Type, path string, depth int, probs *[]FieldErr
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			*probs = append(*probs, FieldError{path, fmt.Sprintf("not a duration: %q (want e.g. \"15ms\", \"1.5s\")", s)})
-		} else if d < 0 {
+		} else if d < 0 || strings.HasPrefix(s, "-") { // "-0s" too: the schema has no sign but +
 			*probs = append(*probs, FieldError{path, "a duration must not be negative"})
 		} else if d > MaxLatency {
 			*probs = append(*probs, FieldError{path, fmt.Sprintf("more than %v", MaxLatency)})
@@ -287,14 +329,23 @@ func checkShape(v any, t reflect.Type, path string, depth int, probs *[]FieldErr
 				fields[name] = f
 			}
 		}
+		takes, isDist := []string(nil), t == distributionType
+		if kind, ok := obj["kind"].(string); ok && isDist {
+			takes = distFields[kind]
+		}
 		for _, k := range sortedKeys(obj) {
 			f, ok := fields[k]
 			if !ok {
 				*probs = append(*probs, FieldError{path + "." + k, "unknown field" + suggest(k, fields)})
 				continue
 			}
-			if obj[k] == nil {
-				continue // null: the zero value, checked below like an absent field
+			if takes != nil && k != "kind" && !contains(takes, k) { // even at its zero value, as the schema says
+				*probs = append(*probs, FieldError{path + "." + k, fmt.Sprintf("not a field of a %s distribution (it takes %v)", obj["kind"], takes)})
+				continue
+			}
+			if obj[k] == nil { // the schema has no null either
+				*probs = append(*probs, FieldError{path + "." + k, "null is not a value here: leave the field out for its default"})
+				continue
 			}
 			checkShape(obj[k], f.Type, path+"."+k, depth+1, probs)
 		}
@@ -347,6 +398,31 @@ func checkShape(v any, t reflect.Type, path string, depth int, probs *[]FieldErr
 	}
 }
 
+// checkLoadKeys refuses what the decoded struct cannot tell from an
+// absent field, as the schema does: the open model's arrival given as ""
+// and maxInFlight as 0 (absent, they default to uniform and 10000), and
+// the closed model given rate, arrival or maxInFlight at all (even 0).
+func checkLoadKeys(tree any) []FieldError {
+	l, _ := tree.(map[string]any)["load"].(map[string]any)
+	var probs []FieldError
+	switch l["model"] {
+	case ModelOpen:
+		if v, ok := l["arrival"]; ok && v == "" {
+			probs = append(probs, FieldError{"$.load.arrival", `want uniform or poisson, got "" (leave it out for uniform)`})
+		}
+		if v, ok := l["maxInFlight"].(json.Number); ok && v == "0" {
+			probs = append(probs, FieldError{"$.load.maxInFlight", fmt.Sprintf("must be in [1, %d], got 0 (leave it out for 10000)", MaxAgents)})
+		}
+	case ModelClosed:
+		for _, k := range []string{"arrival", "maxInFlight", "rate"} {
+			if _, ok := l[k]; ok {
+				probs = append(probs, FieldError{"$.load." + k, "only for the open model"})
+			}
+		}
+	}
+	return probs
+}
+
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -396,6 +472,10 @@ func (sc *Scenario) check() []FieldError {
 	}
 	if sc.Name == "" {
 		add("$.name", "required")
+	} else if n := utf8.RuneCountInString(sc.Name); n > maxNameRunes {
+		add("$.name", "at most %d characters, got %d", maxNameRunes, n)
+	} else if i := strings.IndexFunc(sc.Name, unicode.IsControl); i >= 0 {
+		add("$.name", "a control character (%q at byte %d): the name is shown on terminals and pages", sc.Name[i:i+utf8.RuneLen([]rune(sc.Name[i:])[0])], i)
 	}
 	if sc.Registry != nil && sc.Registry.MaxParallel < 0 {
 		add("$.registry.maxParallel", "must be ≥ 0 (0: the registry's default)")
@@ -570,16 +650,28 @@ func sortedWeights(m map[string]float64) []string {
 }
 
 // forestSize is the number of scopes in the forest, false past MaxAgents.
+// No product is formed that could overflow (a huge count or subAgents
+// wrapped round to a small size), and a depth without sub-agents adds no
+// level (it counted to the depth, 2^62 of them).
 func forestSize(count, sub, depth int) (int, bool) {
+	if count < 0 || sub < 0 || depth < 0 {
+		return 0, false
+	}
 	per, level := 1, 1
 	for range depth {
+		if sub == 0 {
+			break
+		}
+		if level > MaxAgents/sub {
+			return 0, false
+		}
 		level *= sub
 		per += level
 		if per > MaxAgents {
 			return 0, false
 		}
 	}
-	if per*count > MaxAgents || per*count < 0 {
+	if count > MaxAgents/per {
 		return 0, false
 	}
 	return per * count, true

@@ -299,6 +299,7 @@ func anySlice(v any) []any {
 // trip through encoding/json unchanged.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(base))
+	f.Add([]byte(baseYAML))
 	for _, name := range Examples() {
 		b, _ := Example(name)
 		f.Add(b)

@@ -18,10 +18,14 @@
 // the report's times are the clock's); -record writes the run's log;
 // -replay runs the log's scenario again, on the time the log was recorded
 // on, with the tools' outputs served from the log, and reports the first
-// place an agent saw a different result.
+// place an agent saw a different result (a -scenario, or a -virtual the
+// log disagrees with, is refused with it rather than ignored).
 //
 // Exit status: 0 after a run (interrupted or not), 1 when the run could not
-// start or the report could not be written, 2 for bad flags or a bad
+// start, the report could not be written or the -record log could not be
+// (the report is still written), 2 for bad flags (an -out, -html or -record
+// file that cannot be written, or two naming one file, is found before the
+// run) or a bad
 // scenario (every bad field is named by its JSON path) or log, 4 when a
 // replay diverged from its log.
 package main
@@ -35,6 +39,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,7 +59,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolscope-load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "example:closed", "scenario file, or example:NAME for an embedded one ("+strings.Join(prefixed(load.Examples()), ", ")+")")
+	scenario := fs.String("scenario", "example:closed", "scenario file (JSON or YAML), or example:NAME for an embedded one ("+strings.Join(prefixed(load.Examples()), ", ")+")")
 	out := fs.String("out", "report.json", "write the report as JSON to this file (empty: don't)")
 	htmlOut := fs.String("html", "auto", "write the report as a self-contained HTML page to this file (auto: next to -out, its name ending .html; empty: don't)")
 	every := fs.Duration("progress", time.Second, "print progress this often to stderr (0: never)")
@@ -85,9 +91,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var data []byte
 	var err error
 	if *replayFrom != "" {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if given["scenario"] { // it was ignored: the replay ran the log's
+			fmt.Fprintln(stderr, "toolscope-load: -scenario with -replay: a replay runs the scenario its log holds; leave -scenario out")
+			return 2
+		}
 		l, err := readLog(*replayFrom)
 		if err != nil {
 			fmt.Fprintln(stderr, "toolscope-load:", err)
+			return 2
+		}
+		if given["virtual"] && *virtual != l.Header.Virtual {
+			fmt.Fprintf(stderr, "toolscope-load: -virtual=%v with -replay of a log recorded with -virtual=%v: a replay runs on the time its log was recorded on; leave -virtual out\n", *virtual, l.Header.Virtual)
 			return 2
 		}
 		opts.Replay, opts.Virtual = l, l.Header.Virtual
@@ -115,6 +131,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	page := htmlPath(*htmlOut, *out)
+	if err := checkOutputs([][2]string{{"-out", *out}, {"-html", page}, {"-record", *recordTo}}, *replayFrom); err != nil {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
+		return 2
+	}
 	fmt.Fprintf(stderr, "toolscope-load: %s: %d agents, %d turns each, %s loop (Ctrl-C stops and reports)\n",
 		sc.Name, sc.AgentCount(), sc.Turns.PerAgent, sc.Load.Model)
 	if *recordTo != "" {
@@ -134,9 +155,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rep, err := load.Run(ctx, sc, opts)
-	if err != nil {
+	if rep == nil {
 		fmt.Fprintln(stderr, "toolscope-load:", err)
 		return 1
+	}
+	recordFailed := err != nil // the log is lost; the report is written, the exit status 1
+	if recordFailed {
+		fmt.Fprintln(stderr, "toolscope-load:", err)
 	}
 	fmt.Fprintln(stdout)
 	if err := rep.WriteSummary(stdout); err != nil {
@@ -144,6 +169,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	status := simSummary(stdout, rep, *recordTo)
+	if recordFailed {
+		status = 1
+	}
 	if *out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err == nil {
@@ -155,7 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "\nreport: %s\n", *out)
 	}
-	if p := htmlPath(*htmlOut, *out); p != "" {
+	if p := page; p != "" {
 		if err := writeHTML(p, rep); err != nil {
 			fmt.Fprintln(stderr, "toolscope-load: report.html:", err)
 			return 1
@@ -190,6 +218,47 @@ func readBounded(path string, limit int) ([]byte, error) {
 	return b, nil
 }
 
+// checkOutputs refuses, before anything runs, output files (flag name,
+// path; empty: none) that cannot be written, or two that name one file —
+// one another's, or the -replay log's (it would be overwritten) — so a
+// long run is not lost to a report it cannot write.
+func checkOutputs(outs [][2]string, replay string) error {
+	seen := map[string]string{}
+	if replay != "" {
+		if abs, err := filepath.Abs(replay); err == nil {
+			seen[abs] = "-replay"
+		}
+	}
+	for _, o := range outs {
+		flagName, path := o[0], o[1]
+		if path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", flagName, path, err)
+		}
+		fi, statErr := os.Stat(path)
+		if other, dup := seen[abs]; dup && (statErr != nil || fi.Mode().IsRegular()) { // two /dev/null are fine
+			hint := ""
+			if flagName == "-html" {
+				hint = " (-html auto names the page after -out, its extension replaced by .html)"
+			}
+			return fmt.Errorf("%s %s: the same file as %s%s; give each its own", flagName, path, other, hint)
+		}
+		seen[abs] = flagName
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s: cannot write the file: %w", flagName, err)
+		}
+		_ = f.Close()
+		if os.IsNotExist(statErr) {
+			_ = os.Remove(path) // only a probe: the file is written after the run
+		}
+	}
+	return nil
+}
+
 // compareFiles prints two reports side by side; exit status 0 when no
 // regression is marked, 3 when one is (so a script can gate on it).
 func compareFiles(pa, pb string, stdout, stderr io.Writer) int {
@@ -200,10 +269,21 @@ func compareFiles(pa, pb string, stdout, stderr io.Writer) int {
 			reps[i] = new(load.Report)
 			err = json.Unmarshal(b, reps[i])
 		}
+		if err == nil && (reps[i].Scenario == "" || reps[i].Stopped == "") {
+			err = errors.New("not a report written by toolscope-load (it has no scenario or stopped field)")
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "toolscope-load: %s: %v\n", p, err)
 			return 2
 		}
+	}
+	a, b := reps[0], reps[1]
+	if a.Scenario != b.Scenario || a.Model != b.Model {
+		fmt.Fprintf(stderr, "toolscope-load: note: A ran %s (%s loop), B %s (%s loop): the figures are of different workloads\n",
+			strconv.Quote(a.Scenario), a.Model, strconv.Quote(b.Scenario), b.Model)
+	}
+	if a.Virtual != b.Virtual {
+		fmt.Fprintf(stderr, "toolscope-load: note: one run was on virtual time, the other on the wall clock: their times are of different clocks\n")
 	}
 	diffs := load.Compare(reps[0], reps[1], load.DefaultNoise)
 	if err := load.WriteComparison(stdout, reps[0], reps[1], diffs); err != nil {

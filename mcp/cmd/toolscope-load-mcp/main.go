@@ -19,11 +19,14 @@
 // scenario (demo.json) fits toolscope-mcp's tools and brings its own
 // arguments.
 //
+// Connecting and listing the server's tools are bounded (a minute each).
 // It prints progress, stops cleanly on Ctrl-C with the report of what ran,
 // prints the summary table and writes report.json and report.html as
 // toolscope-load does. Exit status: 0 after a run, 1 when the server
-// could not be reached or a report not written, 2 for bad flags, a bad
-// scenario or a mapping the server cannot serve.
+// could not be reached or a report not written, 2 for bad flags (an -out
+// or -html that cannot be written, or both naming one file, is found
+// before the server is reached), a bad scenario or a mapping the server
+// cannot serve.
 package main
 
 import (
@@ -50,6 +53,11 @@ import (
 	"github.com/toolscope/toolscope/mcp"
 	"github.com/toolscope/toolscope/runtime"
 )
+
+// setupTimeout bounds connecting to the server and listing its tools
+// (a server that accepts the connection and never answers would hang the
+// command before the first call, with no progress to show).
+var setupTimeout = time.Minute
 
 //go:embed demo.json
 var demoScenario []byte
@@ -90,7 +98,7 @@ func (p pairs) Set(s string) error {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolscope-load-mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scenario := fs.String("scenario", "demo", `scenario file, or "demo" for the embedded one (toolscope-mcp's tools)`)
+	scenario := fs.String("scenario", "demo", `scenario file (JSON or YAML), or "demo" for the embedded one (toolscope-mcp's tools)`)
 	url := fs.String("url", "", "the server's streamable HTTP endpoint (instead of a command after --)")
 	token := fs.String("token", "", `send "Authorization: Bearer TOKEN" to the HTTP endpoint`)
 	out := fs.String("out", "report.json", "write the report as JSON to this file (empty: don't)")
@@ -146,6 +154,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		target.opts = append(target.opts, mcp.WithCallTimeout(*callTimeout))
 	}
 
+	page := *htmlOut
+	if page == "auto" {
+		page = ""
+		if *out != "" {
+			page = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".html"
+		}
+	}
+	if err := checkOutputs(*out, page); err != nil {
+		fmt.Fprintln(stderr, "toolscope-load-mcp:", err)
+		return 2
+	}
+
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolscope-load-mcp", Version: "0"},
 		&sdk.ClientOptions{ToolListChangedHandler: mcp.ToolListChangedHandler})
 	var transport sdk.Transport
@@ -162,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd.Stderr = stderr
 		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}
 	}
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	cctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	session, err := client.Connect(cctx, transport, nil)
 	cancel()
 	if err != nil {
@@ -206,13 +226,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stdout, "\nreport: %s\n", *out)
-	}
-	page := *htmlOut
-	if page == "auto" {
-		page = ""
-		if *out != "" {
-			page = strings.TrimSuffix(*out, filepath.Ext(*out)) + ".html"
-		}
 	}
 	if page != "" {
 		f, err := os.Create(page)
@@ -306,8 +319,13 @@ func newTarget(sc *load.Scenario, toolMap, argMap pairs) (*target, error) {
 }
 
 func (t *target) Attach(ctx context.Context, reg *runtime.Registry, _ *load.Scenario) ([]load.TargetTool, error) {
-	im, err := mcp.Import(ctx, reg.Global(), t.session, t.opts...)
+	lctx, cancel := context.WithTimeout(ctx, setupTimeout) // a server that never answers tools/list hung the run
+	defer cancel()
+	im, err := mcp.Import(lctx, reg.Global(), t.session, t.opts...)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("importing the server's tools: no answer to tools/list in %v: %w", setupTimeout, err)
+		}
 		return nil, err
 	}
 	t.imported = im
@@ -354,6 +372,30 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkOutputs refuses, before the server is reached, a report (-out) or
+// page (-html) that cannot be written, or both naming one file, so a long
+// run is not lost to a report it cannot write.
+func checkOutputs(out, page string) error {
+	for _, o := range [][2]string{{"-out", out}, {"-html", page}} {
+		if o[1] == "" {
+			continue
+		}
+		fi, statErr := os.Stat(o[1])
+		if o[0] == "-html" && out != "" && filepath.Clean(out) == filepath.Clean(page) && (statErr != nil || fi.Mode().IsRegular()) {
+			return fmt.Errorf("-html %s: the same file as -out (-html auto names the page after -out, its extension replaced by .html); give each its own", page)
+		}
+		f, err := os.OpenFile(o[1], os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("%s: cannot write the file: %w", o[0], err)
+		}
+		_ = f.Close()
+		if os.IsNotExist(statErr) {
+			_ = os.Remove(o[1]) // only a probe: the file is written after the run
+		}
+	}
+	return nil
 }
 
 // readBounded reads a file of at most limit bytes.
