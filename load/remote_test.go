@@ -276,11 +276,11 @@ func TestSimulatedTool_RefusesBadConfig(t *testing.T) {
 	}
 }
 
-// wallScenario builds a small wall-clock scenario from r: a few agents
+// remoteScenario builds a small wall-clock scenario for a Remote from r: a few agents
 // (sometimes with sub-agents and a level denying a tool), tools of every
 // mode with sub-millisecond latencies, failures and hangs under a 50 ms
 // timeout, a closed loop or a fast open one.
-func wallScenario(r *rand.Rand) string {
+func remoteScenario(r *rand.Rand) string {
 	var tools []string
 	modes := []string{ModeParallel, ModeExclusive, ModeByArgument}
 	n := 1 + r.IntN(4)
@@ -328,7 +328,7 @@ func TestRemote_RandomScenariosChecker(t *testing.T) {
 	}
 	before := goruntime.NumGoroutine()
 	for i := range n {
-		doc := wallScenario(r)
+		doc := remoteScenario(r)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			local := map[string]seenCall{}
 			var mu sync.Mutex
