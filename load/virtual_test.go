@@ -284,3 +284,22 @@ func TestVirtual_InLineOnlyWhenTheCountProvesIt(t *testing.T) {
 		t.Fatal("not in line with the queued call counted and no other call on its way")
 	}
 }
+
+// TestVirtual_N1_OpenLoopTimeoutsDoNotStall: a random scenario an attack
+// found stalling on every run before the admission line ordered waiters
+// by the ticket their failed fast path took (docs/contract.md#n1): an open
+// loop over one by-argument tool with 1 ms timeouts, two slots. The model
+// held the clock for a call that a later one had overtaken at admission.
+func TestVirtual_N1_OpenLoopTimeoutsDoNotStall(t *testing.T) {
+	const sc = `{"name":"random","seed":894,"registry":{"maxParallel":2},"agents":{"count":2},
+  "tools":[{"name":"t0","mode":"by-argument","latency":{"kind":"uniform","min":"0s","max":"1584us"},
+    "parallelFraction":0.13,"timeout":"1ms","timeoutRate":0.09,"outputBytes":24}],
+  "turns":{"perAgent":8,"callsPerTurn":{"min":1,"max":5}},
+  "load":{"model":"open","rate":1609,"arrival":"poisson","maxInFlight":5}}`
+	for range 5 {
+		r, _ := recordRun(t, sc, true)
+		if r.TurnsDone != 16 {
+			t.Fatalf("%d turns done, want 16", r.TurnsDone)
+		}
+	}
+}
