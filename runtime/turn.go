@@ -291,6 +291,9 @@ func (tr *turnRun) run(ctx context.Context) (*TurnResult, error) {
 	tr.finished.Add(1)
 	r.emitTurn(TurnStarted, tr, nil, nil)
 	tr.drive()
+	if c := r.cfg.tasks; c != nil {
+		c.Release() // the last commit's goroutine takes one for us (WithTaskClock)
+	}
 	tr.finished.Wait()
 	if tr.err != nil {
 		// R98: no synthetic results; what was committed is returned with
@@ -420,6 +423,9 @@ func (tr *turnRun) session() (inline *turnCall) {
 				tr.out.Contexts = nil
 			}
 			tr.over = true
+			if c := r.cfg.tasks; c != nil {
+				c.Acquire() // the caller's, before it wakes (WithTaskClock)
+			}
 			tr.finished.Done()
 			return nil
 		}
