@@ -37,6 +37,8 @@ type config struct {
 	// Virtual runs the demo on virtual time (virtual.go): the timeline
 	// and the summary's times are the clock's, not the wall's.
 	Virtual bool
+	// Scale stretches every virtual duration (-scale; 0 or 1: as is).
+	Scale int
 
 	holding chan<- string // tests: told the /metrics URL when the hold begins
 	// slept (tests, -virtual): told of every sleep on the clock, with the
@@ -159,6 +161,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	if err := checkMetricsHold(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkScale(cfg); err != nil {
+		return nil, err
+	}
 	tel, telOpts, err := startTelemetry(cfg)
 	if err != nil {
 		return nil, err
@@ -169,7 +174,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		_ = tel.shutdown(sctx)
 	}()
 	ps := &policyStats{}
-	clk := newDemoClock(cfg.Virtual)
+	clk := newDemoClock(cfg.Virtual, cfg.Scale)
 	clk.slept = cfg.slept
 	// The simulated user presses Ctrl-C while a marked call runs: armed
 	// when its dispatch begins, on the dispatching goroutine (a task of a

@@ -47,18 +47,68 @@ import (
 // clock where it is; a watchdog (simclock Watch) then stops the run with an
 // error after stallAfter of wall time rather than let it report a wrong
 // timeline.
+//
+// -scale N stretches the simulation: every duration that passes through the
+// clock — the tools' latencies, the approver's wait, the interrupt's delay,
+// fetch's declared timeout (the registry arms it on the clock) — lasts N
+// times as long, so every time on the timeline is N times the unscaled
+// run's and the outcomes are the same: a team whose tools take seconds
+// instead of milliseconds, at the same wall cost.
 type demoClock struct {
 	v     *simclock.Clock // nil: the wall clock
+	scale time.Duration   // -scale: what every duration on v is multiplied by (≥ 1)
 	slept func(call string, d time.Duration)
+}
+
+// maxScale bounds -scale.
+const maxScale = 1_000_000
+
+// checkScale says what is wrong with -scale, if anything.
+func checkScale(cfg config) error {
+	switch {
+	case cfg.Scale < 0 || cfg.Scale > maxScale:
+		return fmt.Errorf("-scale must be between 1 and %d, got %d", maxScale, cfg.Scale)
+	case cfg.Scale > 1 && !cfg.Virtual:
+		return fmt.Errorf("-scale %d needs -virtual: it stretches virtual time (on the wall clock it would only make the run %d times slower)", cfg.Scale, cfg.Scale)
+	}
+	return nil
+}
+
+// scaled is d stretched by the clock's scale (saturating: simclock.Forever).
+func (c demoClock) scaled(d time.Duration) time.Duration {
+	if c.scale <= 1 || d <= 0 {
+		return d
+	}
+	if d > simclock.Forever/c.scale {
+		return simclock.Forever
+	}
+	return d * c.scale
+}
+
+// sleep sleeps d (stretched) on the virtual clock; the caller is a task.
+func (c demoClock) sleep(ctx context.Context, d time.Duration) error {
+	return c.v.Sleep(ctx, c.scaled(d))
+}
+
+// scaledClock is the registry's view of a stretched clock: AfterFunc's
+// durations (declared timeouts) are stretched like every other.
+type scaledClock struct {
+	*simclock.Clock
+	c demoClock
+}
+
+// AfterFunc implements runtime.Clock.
+func (s scaledClock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	return s.Clock.AfterFunc(s.c.scaled(d), f)
 }
 
 // stallAfter is how long the virtual clock may stand still, on the wall,
 // while drivers still run, before the run is stopped as stalled.
 var stallAfter = 10 * time.Second
 
-func newDemoClock(virtual bool) demoClock {
+func newDemoClock(virtual bool, scale int) demoClock {
 	if virtual {
-		return demoClock{v: simclock.New()}
+		return demoClock{v: simclock.New(), scale: time.Duration(max(scale, 1))}
 	}
 	return demoClock{}
 }
@@ -75,6 +125,9 @@ func (c demoClock) options() []runtime.Option {
 	if c.v == nil {
 		return nil
 	}
+	if c.scale > 1 {
+		return []runtime.Option{runtime.WithTaskClock(scaledClock{c.v, c})}
+	}
 	return []runtime.Option{runtime.WithTaskClock(c.v)}
 }
 
@@ -84,7 +137,7 @@ func (c demoClock) context(ctx context.Context) context.Context {
 		return ctx
 	}
 	if c.slept == nil {
-		return demotools.WithSleep(ctx, c.v.Sleep)
+		return demotools.WithSleep(ctx, c.sleep)
 	}
 	return demotools.WithSleep(ctx, func(ctx context.Context, d time.Duration) error {
 		id := ""
@@ -92,14 +145,14 @@ func (c demoClock) context(ctx context.Context) context.Context {
 			id = ex.CallID()
 		}
 		c.slept(id, d)
-		return c.v.Sleep(ctx, d)
+		return c.sleep(ctx, d)
 	})
 }
 
 // afterFunc calls f once d has passed (a task of a virtual clock).
 func (c demoClock) afterFunc(d time.Duration, f func()) {
 	if c.v != nil {
-		c.v.AfterFunc(d, f)
+		c.v.AfterFunc(c.scaled(d), f)
 		return
 	}
 	time.AfterFunc(d, f)

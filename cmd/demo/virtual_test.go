@@ -270,7 +270,7 @@ func TestVirtual_Item3_RandomizedNoStallEveryCallOnce(t *testing.T) {
 // task — the clock stays where it is, though every other agent sleeps and
 // has a deadline due; and the run does not stall once they are done.
 func TestVirtual_Item3_NoPrematureAdvance(t *testing.T) {
-	clk := newDemoClock(true)
+	clk := newDemoClock(true, 1)
 	reg, err := runtime.New(append(clk.options(), runtime.WithMaxParallel(4), codemode.Option(codemode.Config{}))...)
 	if err != nil {
 		t.Fatal(err)
@@ -431,7 +431,7 @@ func TestVirtual_Item3_StallIsAnError(t *testing.T) {
 	old := stallAfter
 	stallAfter = 300 * time.Millisecond
 	defer func() { stallAfter = old }()
-	clk := newDemoClock(true)
+	clk := newDemoClock(true, 1)
 	reg, err := runtime.New(clk.options()...)
 	if err != nil {
 		t.Fatal(err)
@@ -461,5 +461,57 @@ func TestVirtual_Item3_StallIsAnError(t *testing.T) {
 	err = await(t, done, "a stalled run to be stopped")
 	if err == nil || !strings.Contains(err.Error(), "stood still") {
 		t.Fatalf("got %v, want the stall reported", err)
+	}
+}
+
+// -scale N stretches every duration on the clock alike: each time of the
+// run (start, end of dispatch, commit; relative to the epoch) is exactly N
+// times the unscaled run's, and the outcomes are the same — the timeout
+// and the interrupt scale with the latencies, so nothing changes side.
+func TestVirtual_Item3_ScaleStretchesEveryTimeAlike(t *testing.T) {
+	const n = 1000
+	cfg := config{Seed: 5, Agents: 8, Turns: 3}
+	one, _ := virtualRun(t, cfg)
+	cfg.Scale = n
+	big, _ := virtualRun(t, cfg)
+	if one.Golden() != big.Golden() {
+		t.Fatalf("-scale %d changed the outcomes:\n%s\n%s", n, one.Golden(), big.Golden())
+	}
+	if big.Elapsed != n*one.Elapsed {
+		t.Errorf("-scale %d: the run lasted %v, want %d × %v", n, big.Elapsed, n, one.Elapsed)
+	}
+	epoch := simclock.Epoch.UnixNano()
+	at := func(ns int64) int64 { return ns - epoch }
+	scaled := map[string]callRecord{}
+	for _, c := range big.calls {
+		scaled[c.CallID] = c
+	}
+	for _, c := range one.calls {
+		s, ok := scaled[c.CallID]
+		if !ok {
+			t.Errorf("call %s missing from the scaled run", c.CallID)
+			continue
+		}
+		if at(s.Start) != n*at(c.Start) || at(s.End) != n*at(c.End) || (c.Dispatched != 0) != (s.Dispatched != 0) ||
+			(c.Dispatched != 0 && at(s.Dispatched) != n*at(c.Dispatched)) {
+			t.Errorf("call %s: scaled start/dispatched/end %d/%d/%d, want %d × %d/%d/%d", c.CallID,
+				at(s.Start), at(s.Dispatched), at(s.End), n, at(c.Start), at(c.Dispatched), at(c.End))
+		}
+	}
+}
+
+func TestVirtual_Item3_BadScale(t *testing.T) {
+	for _, c := range []struct {
+		cfg  config
+		want string
+	}{
+		{config{Seed: 1, Agents: 1, Turns: 1, Scale: 3}, "-scale 3 needs -virtual"},
+		{config{Seed: 1, Agents: 1, Turns: 1, Scale: -1, Virtual: true}, "-scale must be between 1 and"},
+		{config{Seed: 1, Agents: 1, Turns: 1, Scale: maxScale + 1, Virtual: true}, "-scale must be between 1 and"},
+	} {
+		_, err := run(context.Background(), c.cfg, new(strings.Builder))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error saying %q", c.cfg, err, c.want)
+		}
 	}
 }
