@@ -51,7 +51,7 @@ func main() {
 	flag.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics on http://ADDR/metrics while the demo runs (e.g. 127.0.0.1:9090)")
 	flag.DurationVar(&cfg.MetricsHold, "metrics-hold", 0, "with -metrics, keep serving /metrics this long after the run (e.g. 30s)")
 	flag.StringVar(&cfg.TraceFile, "trace", "", "write the run's spans to this file as OTLP JSON (loads in Jaeger UI)")
-	flag.BoolVar(&cfg.Virtual, "virtual", false, "run on virtual time: the tools' latencies sleep on a simulated clock that moves only when every agent, call and program waits for it; the timeline and summary show virtual time")
+	flag.BoolVar(&cfg.Virtual, "virtual", false, "run on virtual time: the tools' latencies sleep on a simulated clock that moves only when every agent, call and program waits for it; the timeline and summary show virtual time (not with -trace: spans start and end on the wall clock)")
 	flag.IntVar(&cfg.Scale, "scale", 1, "with -virtual, stretch every simulated duration (latencies, approver, interrupt, timeout) N times: the same run with tools that take seconds, at the same wall cost (1–1000000)")
 	members := flag.Int("cluster", 0, "N>0: the cluster demo is a separate command (NATS lives in the cluster module, which this module does not import): print how to run it and exit 2")
 	flag.Parse()

@@ -161,7 +161,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	if err := checkMetricsHold(cfg); err != nil {
 		return nil, err
 	}
-	if err := checkScale(cfg); err != nil {
+	if err := checkVirtual(cfg); err != nil {
 		return nil, err
 	}
 	tel, telOpts, err := startTelemetry(cfg)

@@ -48,6 +48,9 @@ import (
 // error after stallAfter of wall time rather than let it report a wrong
 // timeline.
 //
+// Refused under -virtual: -trace (checkVirtual says why). -metrics works:
+// its call durations are read on the registry's clock.
+//
 // -scale N stretches the simulation: every duration that passes through the
 // clock — the tools' latencies, the approver's wait, the interrupt's delay,
 // fetch's declared timeout (the registry arms it on the clock) — lasts N
@@ -63,9 +66,14 @@ type demoClock struct {
 // maxScale bounds -scale.
 const maxScale = 1_000_000
 
-// checkScale says what is wrong with -scale, if anything.
-func checkScale(cfg config) error {
+// checkVirtual says what is wrong with -virtual's flags, if anything.
+// -trace is refused with -virtual: otelscope stamps a span's start and end
+// with the wall clock (only its stage events follow the registry's clock),
+// so a virtual run's spans would not contain their own events.
+func checkVirtual(cfg config) error {
 	switch {
+	case cfg.Virtual && cfg.TraceFile != "":
+		return fmt.Errorf("-trace cannot be used with -virtual: OpenTelemetry spans (otelscope) start and end on the wall clock while their stage events follow the virtual one, so the trace would contradict itself; run -trace without -virtual")
 	case cfg.Scale < 0 || cfg.Scale > maxScale:
 		return fmt.Errorf("-scale must be between 1 and %d, got %d", maxScale, cfg.Scale)
 	case cfg.Scale > 1 && !cfg.Virtual:

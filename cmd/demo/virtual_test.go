@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -500,7 +501,9 @@ func TestVirtual_Item3_ScaleStretchesEveryTimeAlike(t *testing.T) {
 	}
 }
 
-func TestVirtual_Item3_BadScale(t *testing.T) {
+// Bad -virtual flags are refused with what is wrong: -scale out of range
+// or without -virtual, and -trace, whose spans would mix the two clocks.
+func TestVirtual_Item3_BadFlags(t *testing.T) {
 	for _, c := range []struct {
 		cfg  config
 		want string
@@ -508,6 +511,7 @@ func TestVirtual_Item3_BadScale(t *testing.T) {
 		{config{Seed: 1, Agents: 1, Turns: 1, Scale: 3}, "-scale 3 needs -virtual"},
 		{config{Seed: 1, Agents: 1, Turns: 1, Scale: -1, Virtual: true}, "-scale must be between 1 and"},
 		{config{Seed: 1, Agents: 1, Turns: 1, Scale: maxScale + 1, Virtual: true}, "-scale must be between 1 and"},
+		{config{Seed: 1, Agents: 1, Turns: 1, Virtual: true, TraceFile: filepath.Join(t.TempDir(), "t.json")}, "-trace cannot be used with -virtual"},
 	} {
 		_, err := run(context.Background(), c.cfg, new(strings.Builder))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
