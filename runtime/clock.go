@@ -29,7 +29,7 @@ type Clock interface {
 // context.DeadlineExceeded, and context.Cause says "toolscope: tool
 // timeout". The result is TOOL_TIMEOUT either way (R83).
 func WithClock(c Clock) Option {
-	return optionFunc(func(cfg *config) error { cfg.clock, cfg.tasks = c, nil; return nil })
+	return optionFunc(func(cfg *config) error { cfg.clock = c; return nil })
 }
 
 // withTimeout derives the ctx of a declared timeout of d: on the wall

@@ -78,8 +78,6 @@ type config struct {
 	maxArgBytes    int
 	hooks          []Hooks // WithHooks (hooks.go)
 	clock          Clock   // WithClock (clock.go); nil: the wall clock
-	// tasks is clock when WithTaskClock set it (taskclock.go); nil: none.
-	tasks TaskClock
 }
 
 // Option configures a Registry.
@@ -166,7 +164,6 @@ func New(opts ...Option) (*Registry, error) {
 		workers:    newWorkerPool(64),
 		hostCap:    newHostCap(cfg.maxInFlight),
 	}
-	r.workers.clk = cfg.tasks
 	r.life.init()
 	r.installHooks()
 	r.global = r.spawnScope(core.NewNode("", nil))

@@ -17,7 +17,6 @@ type workerPool struct {
 	idle    atomic.Int32
 	closed  atomic.Bool
 	maxIdle int32
-	clk     TaskClock // WithTaskClock: a worker with a task holds it (nil: none)
 }
 
 // task is one unit of work; a pointer type implementing it travels
@@ -30,9 +29,6 @@ func newWorkerPool(maxIdle int32) *workerPool {
 
 // start runs t on an idle worker, or on a new goroutine.
 func (p *workerPool) start(t task) {
-	if p.clk != nil {
-		p.clk.Acquire() // the worker's, until it is done with t (WithTaskClock)
-	}
 	select {
 	case p.tasks <- t:
 	default:
@@ -43,9 +39,6 @@ func (p *workerPool) start(t task) {
 func (p *workerPool) work(t task) {
 	for {
 		t.run()
-		if p.clk != nil {
-			p.clk.Release()
-		}
 		if p.idle.Add(1) > p.maxIdle || p.closed.Load() {
 			p.idle.Add(-1)
 			return
