@@ -172,8 +172,21 @@ type turnCall struct {
 // run is the call's dispatch on a pool worker: it reports the outcome and
 // then helps drive the turn.
 func (tc *turnCall) run() {
+	r := tc.tr.reg
 	tc.dispatchAndReport()
 	tc.tr.drive()
+	if c := r.taskClock(); c != nil {
+		c.Release() // the worker's, taken by startWorker (WithTaskClock)
+	}
+}
+
+// startWorker runs tc's dispatch on a pool worker; under a task clock the
+// worker's hold is taken here, by the goroutine handing it over.
+func (tr *turnRun) startWorker(tc *turnCall) {
+	if c := tr.reg.taskClock(); c != nil {
+		c.Acquire()
+	}
+	tr.reg.workers.start(tc)
 }
 
 // dispatchAndReport waits for the call's admission (R49: admission follows
@@ -291,6 +304,9 @@ func (tr *turnRun) run(ctx context.Context) (*TurnResult, error) {
 	tr.finished.Add(1)
 	r.emitTurn(TurnStarted, tr, nil, nil)
 	tr.drive()
+	if c := r.taskClock(); c != nil {
+		c.Release() // the last commit's goroutine takes one for us (WithTaskClock)
+	}
 	tr.finished.Wait()
 	if tr.err != nil {
 		// R98: no synthetic results; what was committed is returned with
@@ -333,7 +349,7 @@ func (tr *turnRun) drive() {
 			// held dispatch must not wait for that — it may itself wait
 			// for a call the outcome lets start — so a worker runs it.
 			if inline != nil {
-				tr.reg.workers.start(inline)
+				tr.startWorker(inline)
 			}
 			continue
 		}
@@ -388,7 +404,7 @@ func (tr *turnRun) session() (inline *turnCall) {
 		if inline != nil && a.Kind != sched.Wait {
 			// The next step may run user code (a classifier, hooks, an
 			// observer): the held dispatch must not wait for it.
-			r.workers.start(inline)
+			tr.startWorker(inline)
 			inline = nil
 		}
 		i := a.Call
@@ -420,6 +436,9 @@ func (tr *turnRun) session() (inline *turnCall) {
 				tr.out.Contexts = nil
 			}
 			tr.over = true
+			if c := r.taskClock(); c != nil {
+				c.Acquire() // the caller's, before it wakes (WithTaskClock)
+			}
 			tr.finished.Done()
 			return nil
 		}

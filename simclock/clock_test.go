@@ -362,3 +362,44 @@ func TestClock_StateSaysHoldsSleepersAndDeadlines(t *testing.T) {
 		t.Fatalf("after the sleep: %+v", st)
 	}
 }
+
+// Watch reports a clock that a task holds while it waits for something no
+// task will do, and stays quiet while the simulation moves.
+func TestWatch_ReportsAClockStuckOutsideItself(t *testing.T) {
+	c := simclock.New()
+	stalled := make(chan [2]int, 1)
+	stop := c.Watch(time.Second, func(holds, timers int) { stalled <- [2]int{holds, timers} })
+	// A simulation that moves: a task sleeping in small steps for a while
+	// of wall time. No stall may be reported during it.
+	moving := make(chan struct{})
+	c.Go(func() {
+		defer close(moving)
+		for range 150 { // 1.5 s of wall time in all, each step far below the watch's second
+			_ = c.Sleep(context.Background(), time.Second)
+			time.Sleep(10 * time.Millisecond) // wall time passes between moves
+		}
+	})
+	if !await(t, moving, "a moving simulation") {
+		return
+	}
+	select {
+	case s := <-stalled:
+		t.Fatalf("a stall reported while the clock moved: %v", s)
+	default:
+	}
+	// Stuck: a task holds the clock and waits on a channel nobody closes,
+	// while another sleeps.
+	never := make(chan struct{})
+	c.Go(func() { <-never })
+	c.Go(func() { _ = c.Sleep(context.Background(), time.Hour) })
+	select {
+	case s := <-stalled:
+		if s[0] != 1 || s[1] != 1 {
+			t.Fatalf("stall with %d holds and %d deadlines, want 1 and 1", s[0], s[1])
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("no stall reported for a clock held by a task that waits forever")
+	}
+	stop()
+	close(never)
+}

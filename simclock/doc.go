@@ -7,6 +7,8 @@
 // timestamps, the times its hooks read and its declared timeouts
 // (runtime.WithTimeouts) then follow c. Package load's -virtual runs a
 // scenario this way, with simulated tools whose latency is a Sleep on c.
+// runtime.WithTaskClock(c) does the same and makes the registry's own work
+// on turns tasks of c (see Tasks); cmd/demo -virtual runs this way.
 //
 // # Tasks
 //
@@ -19,12 +21,23 @@
 //
 // Each counts as one running task except while it sleeps on the clock
 // (Sleep). Nothing else is seen: a goroutine that is not a task — the
-// registry's own workers, a goroutine the user started — is invisible, and
-// the clock may move while it runs. Work handed from a task to invisible
-// code that will become a task again (a call handed to the registry whose
-// tool body will Sleep) is covered by a Hold taken before the hand-off and
-// released once the receiving task runs: package load holds the clock for
-// every call its model says is about to start.
+// registry's own workers under WithClock, a goroutine the user started — is
+// invisible, and the clock may move while it runs. Work handed from a task
+// to invisible code that will become a task again (a call handed to the
+// registry whose tool body will Sleep) is covered by a Hold taken before
+// the hand-off and released once the receiving task runs: package load
+// holds the clock for every call its model says is about to start.
+//
+// A registry given the clock with runtime.WithTaskClock does those
+// hand-offs itself, with Acquire and Release: a turn's dispatch it hands
+// to a worker is a task until the worker is done with it, and ExecuteTurn's
+// caller (which must be a task) gives its hold up while it waits for the
+// turn's last commit and is handed one back before it wakes. Tool bodies,
+// the nested turns they drive (a sub-agent's turn, a code-mode program's
+// batch) and the hooks and approver of a turn's calls then all run as
+// tasks. A wait the registry does not hand over (a dispatch waiting for
+// admission behind another call) keeps its hold: the clock stands still
+// instead of moving under it, and Watch reports the standstill.
 //
 // # The rule
 //
@@ -51,6 +64,10 @@
 // Cost: a move checks the ctx of every sleeper whose ctx can end, once per
 // distinct ctx (sleepers on one ctx cost one check); Sleep and AfterFunc
 // are a heap push each.
+//
+// Watch is a watchdog: it reports a clock that stood still for a while of
+// wall time, which, while the simulation should be running, means work
+// waits outside the clock.
 //
 // Sleep must be called by a task (it gives up the caller's hold while
 // asleep); called by a goroutine that holds nothing it panics. A clock

@@ -8,10 +8,16 @@
 // run_code program calling the tools. It prints a per-agent summary and writes timeline.html, drawn from
 // the registry's execution events. With -metrics it serves Prometheus
 // metrics while it runs (-metrics-hold keeps serving after the run); with
-// -trace it writes the run's OpenTelemetry spans as OTLP JSON.
+// -trace it writes the run's OpenTelemetry spans as OTLP JSON. With
+// -virtual it runs on virtual time (package simclock): the tools'
+// latencies sleep on a clock that moves only when every piece of the
+// run's work waits for it, so the run takes a fraction of its simulated
+// time and the timeline shows the simulated one (virtual.go says what
+// counts as a task of the clock); -scale N stretches every simulated
+// duration N times.
 //
 //	go run ./cmd/demo [-seed N] [-agents N] [-turns N] [-out DIR] [-json FILE]
-//	    [-metrics ADDR [-metrics-hold DURATION]] [-trace FILE]
+//	    [-metrics ADDR [-metrics-hold DURATION]] [-trace FILE] [-virtual [-scale N]]
 package main
 
 import (
@@ -45,9 +51,15 @@ func main() {
 	flag.StringVar(&cfg.MetricsAddr, "metrics", "", "serve Prometheus metrics on http://ADDR/metrics while the demo runs (e.g. 127.0.0.1:9090)")
 	flag.DurationVar(&cfg.MetricsHold, "metrics-hold", 0, "with -metrics, keep serving /metrics this long after the run (e.g. 30s)")
 	flag.StringVar(&cfg.TraceFile, "trace", "", "write the run's spans to this file as OTLP JSON (loads in Jaeger UI)")
+	flag.BoolVar(&cfg.Virtual, "virtual", false, "run on virtual time: the tools' latencies sleep on a simulated clock that moves only when every agent, call and program waits for it; the timeline and summary show virtual time (not with -trace: spans start and end on the wall clock)")
+	flag.IntVar(&cfg.Scale, "scale", 1, "with -virtual, stretch every simulated duration (latencies, approver, interrupt, timeout) N times: the same run with tools that take seconds, at the same wall cost (1–1000000)")
 	members := flag.Int("cluster", 0, "N>0: the cluster demo is a separate command (NATS lives in the cluster module, which this module does not import): print how to run it and exit 2")
 	flag.Parse()
 	if clusterPointer(*members, os.Stderr) {
+		os.Exit(2)
+	}
+	if cfg.Scale == 0 { // config's zero means 1; on the command line it is a mistake
+		fmt.Fprintf(os.Stderr, "demo: -scale must be between 1 and %d, got 0\n", maxScale)
 		os.Exit(2)
 	}
 	if flag.NArg() > 0 {

@@ -34,8 +34,16 @@ type config struct {
 	MetricsHold time.Duration
 	// TraceFile receives the run's spans as OTLP JSON ("" for none).
 	TraceFile string
+	// Virtual runs the demo on virtual time (virtual.go): the timeline
+	// and the summary's times are the clock's, not the wall's.
+	Virtual bool
+	// Scale stretches every virtual duration (-scale; 0 or 1: as is).
+	Scale int
 
 	holding chan<- string // tests: told the /metrics URL when the hold begins
+	// slept (tests, -virtual): told of every sleep on the clock, with the
+	// call it slept for ("" when the ctx names none).
+	slept func(call string, d time.Duration)
 }
 
 // callRecord is one call as the execution events describe it: the bars of
@@ -69,8 +77,7 @@ type recorder struct {
 	mu       sync.Mutex
 	finished []runtime.Event
 	raw      []runtime.Event // every execution event, in delivery order
-	onStart  func(runtime.Event)
-	arrived  chan struct{} // a token per finished event
+	arrived  chan struct{}   // a token per finished event
 
 	inFlight, done atomic.Int64
 }
@@ -80,12 +87,8 @@ func (r *recorder) handle(e runtime.Event) {
 	case runtime.ExecutionStarted:
 		r.mu.Lock()
 		r.raw = append(r.raw, e)
-		cb := r.onStart
 		r.mu.Unlock()
 		r.inFlight.Add(1)
-		if cb != nil {
-			cb(e)
-		}
 	case runtime.ExecutionFinished:
 		r.mu.Lock()
 		r.finished = append(r.finished, e)
@@ -158,6 +161,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	if err := checkMetricsHold(cfg); err != nil {
 		return nil, err
 	}
+	if err := checkVirtual(cfg); err != nil {
+		return nil, err
+	}
 	tel, telOpts, err := startTelemetry(cfg)
 	if err != nil {
 		return nil, err
@@ -168,8 +174,28 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		_ = tel.shutdown(sctx)
 	}()
 	ps := &policyStats{}
-	reg, err := runtime.New(append([]runtime.Option{runtime.WithMaxParallel(4), runtime.WithApprover(approver(ps)),
-		codemode.Option(codemode.Config{})}, telOpts...)...)
+	clk := newDemoClock(cfg.Virtual, cfg.Scale)
+	clk.slept = cfg.slept
+	// The simulated user presses Ctrl-C while a marked call runs: armed
+	// when its dispatch begins, on the dispatching goroutine (a task of a
+	// virtual clock), so the interrupt lands interruptWait after it.
+	interrupts := map[string]context.CancelFunc{}
+	var imu sync.Mutex
+	interrupter := runtime.WithHooks(runtime.Hooks{CallStage: func(ex runtime.Execution, st runtime.CallStage) {
+		if st.Stage != runtime.StageDispatching {
+			return
+		}
+		imu.Lock()
+		cancel := interrupts[ex.CallID()]
+		imu.Unlock()
+		if cancel != nil {
+			clk.afterFunc(interruptWait, cancel)
+		}
+	}})
+	opts := []runtime.Option{runtime.WithMaxParallel(4), runtime.WithApprover(approver(ps)),
+		codemode.Option(codemode.Config{}), interrupter}
+	opts = append(opts, clk.options()...)
+	reg, err := runtime.New(append(opts, telOpts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -184,18 +210,6 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 		return nil, err
 	}
 	defer sub.Close()
-
-	// The simulated user presses Ctrl-C while a marked call runs.
-	interrupts := map[string]context.CancelFunc{}
-	var imu sync.Mutex
-	rec.onStart = func(e runtime.Event) {
-		imu.Lock()
-		cancel := interrupts[e.CallID]
-		imu.Unlock()
-		if cancel != nil {
-			time.AfterFunc(interruptWait, cancel)
-		}
-	}
 
 	var (
 		turnsDone  atomic.Int64
@@ -264,26 +278,28 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	}
 
 	// Live progress on stderr.
-	begin := time.Now()
-	stopProgress := startProgress(cfg.Progress, begin, plan.totalTurns(), &turnsDone, rec)
+	begin, wallBegin := clk.now(), time.Now()
+	stopProgress := startProgress(cfg.Progress, clk.now, begin, plan.totalTurns(), &turnsDone, rec)
 
 	// One trace for the run: every agent's turns are children of its span.
-	runCtx := ctx
+	// The run's ctx carries the clock the tools sleep on.
+	runCtx, cancelRun := context.WithCancel(clk.context(ctx))
+	defer cancelRun()
 	var runSpan trace.Span
 	if tel.tp != nil {
-		runCtx, runSpan = tel.tp.Tracer("github.com/toolscope/toolscope/cmd/demo").Start(ctx, "demo run",
+		runCtx, runSpan = tel.tp.Tracer("github.com/toolscope/toolscope/cmd/demo").Start(runCtx, "demo run",
 			trace.WithAttributes(attribute.Int64("demo.seed", int64(cfg.Seed)),
 				attribute.Int("demo.agents", cfg.Agents), attribute.Int("demo.turns", cfg.Turns)))
 	}
 
 	// Every top-level agent runs its turns one after another; the agents
 	// run concurrently.
-	var wg sync.WaitGroup
+	var drivers []func()
 	for _, a := range plan.Agents {
 		if a.Parent != "" {
 			continue
 		}
-		wg.Go(func() {
+		drivers = append(drivers, func() {
 			for _, tp := range a.Turns {
 				tctx, cancel := context.WithCancel(runCtx)
 				if tp.InterruptOn != "" {
@@ -302,12 +318,15 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 			}
 		})
 	}
-	wg.Wait()
+	stalled := clk.drive(cancelRun, drivers)
 	if runSpan != nil {
 		runSpan.End()
 	}
-	elapsed := time.Since(begin)
+	elapsed, wall := clk.now().Sub(begin), time.Since(wallBegin)
 	stopProgress()
+	if stalled != nil {
+		return nil, stalled
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -365,7 +384,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (*Summary, error) {
 	rec.mu.Unlock()
 
 	sum := summarize(plan, calls)
+	sum.calls = calls
 	sum.Elapsed = elapsed
+	sum.Virtual, sum.WallElapsed = clk.v != nil, wall
 	sum.Turns = plan.totalTurns()
 	sum.Cancelled = cancelled
 	sum.NeverStarted = neverStart
@@ -471,14 +492,14 @@ func (t *telemetry) report(ctx context.Context, cfg config, w io.Writer) error {
 
 // startProgress redraws one status line on w until the returned stop is
 // called; with a nil w it does nothing.
-func startProgress(w io.Writer, begin time.Time, turns int, done *atomic.Int64, rec *recorder) (stop func()) {
+func startProgress(w io.Writer, now func() time.Time, begin time.Time, turns int, done *atomic.Int64, rec *recorder) (stop func()) {
 	if w == nil {
 		return func() {}
 	}
 	quit := make(chan struct{})
 	finished := make(chan struct{})
 	draw := func() {
-		el := time.Since(begin)
+		el := now().Sub(begin)
 		rate := float64(rec.done.Load()) / max(el.Seconds(), 1e-3)
 		fmt.Fprintf(w, "\r\033[K▶ turns %d/%d · calls in flight %d · %d calls done · %.0f calls/s · %.1fs",
 			done.Load(), turns, rec.inFlight.Load(), rec.done.Load(), rate, el.Seconds())

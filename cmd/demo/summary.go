@@ -53,6 +53,13 @@ type Summary struct {
 	Elapsed                time.Duration
 	Timeline               string // path of timeline.html, if written
 	Events                 string // path of the -json events file, if written
+
+	// Virtual: the run was on virtual time (-virtual); Elapsed is the
+	// clock's, and WallElapsed what the run took on the wall.
+	Virtual     bool
+	WallElapsed time.Duration
+
+	calls []callRecord // what the summary and the timeline were drawn from
 }
 
 // summarize folds the call records into per-agent rows, in plan order.
@@ -193,6 +200,9 @@ func (s *Summary) WriteTable(w io.Writer, timings bool) {
 	}
 	if timings {
 		fmt.Fprintf(w, "seed %d · %s in %s", s.Seed, count(s.Total.Calls, "call"), ms(s.Elapsed))
+		if s.Virtual {
+			fmt.Fprintf(w, " of virtual time (%s on the wall)", ms(s.WallElapsed))
+		}
 		if s.Timeline != "" {
 			fmt.Fprintf(w, " · timeline: %s", s.Timeline)
 		}

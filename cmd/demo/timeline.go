@@ -332,7 +332,7 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) (*tlPage, error)
 	}
 	page := &tlPage{
 		Title: fmt.Sprintf("toolscope · %d agents, %s, %s", len(plan.Agents), count(sum.Total.Calls, "call"), count(sum.Turns, "turn")),
-		Sub: fmt.Sprintf("seed %d · one lane per agent scope (sub-agents under their parent) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · %s · drag across the chart to zoom; hover or click a bar for its details",
+		Sub: timeNote(sum) + fmt.Sprintf("seed %d · one lane per agent scope (sub-agents under their parent) · one bar per call from the registry's typed execution events · parallel dispatch saved %s of %s tool time · %s · drag across the chart to zoom; hover or click a bar for its details",
 			plan.Seed, ms(sum.Total.Saved()), ms(sum.Total.Serial), codeNote(plan)),
 		Data:  template.JS(js),
 		Calls: len(data.Calls),
@@ -353,7 +353,20 @@ func timelinePage(plan *Plan, sum *Summary, calls []callRecord) (*tlPage, error)
 	page.Rows = append(page.Rows, tot)
 	page.Footer = fmt.Sprintf("%s (%d cancelled by the user, %d of their calls never dispatched) · %d secrets redacted · approver: %d allowed, %d rejected · %s in %s",
 		count(sum.Turns, "turn"), sum.Cancelled, sum.NeverStarted, sum.Redacted, sum.Approved, sum.Rejected, count(sum.Total.Calls, "call"), ms(sum.Elapsed))
+	if sum.Virtual {
+		page.Title += " · virtual time"
+		page.Footer += fmt.Sprintf(" of virtual time (%s on the wall)", ms(sum.WallElapsed))
+	}
 	return page, nil
+}
+
+// timeNote says, on a virtual run's timeline, that its times are the
+// virtual clock's.
+func timeNote(sum *Summary) string {
+	if !sum.Virtual {
+		return ""
+	}
+	return "virtual time (-virtual): every time on this page is the simulated clock's, on which the tools' latencies sleep; the run took " + ms(sum.WallElapsed) + " on the wall · "
 }
 
 func summaryRow(name string, a AgentStats) tlRow {

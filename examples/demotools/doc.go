@@ -6,6 +6,7 @@
 // approver — and nothing in toolscope imports it.
 //
 // The tools sleep for a deterministic latency derived from their arguments,
-// so the same calls always ask for the same work. Its API may change with
+// so the same calls always ask for the same work; on the wall clock, or on
+// a virtual one a simulation puts in the ctx (WithSleep). Its API may change with
 // the demo at any time.
 package demotools

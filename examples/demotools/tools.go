@@ -29,8 +29,26 @@ func latency(args string, lo, hi time.Duration) time.Duration {
 	return slowdown * (lo + time.Duration(h.Sum32()%uint32(hi-lo)))
 }
 
-// work sleeps for d or until ctx is done, like a well-behaved tool body.
+// Sleep is how a tool body or the approver waits d: nil or ctx's error,
+// as simclock.Clock.Sleep.
+type Sleep func(ctx context.Context, d time.Duration) error
+
+type sleepKey struct{}
+
+// WithSleep returns ctx carrying sleep: the tools and the approver, run
+// under a ctx derived from it (a turn's, a call's, a nested call's), wait
+// their latency with sleep instead of a wall-clock timer. A simulation on
+// virtual time passes its clock's Sleep (cmd/demo -virtual).
+func WithSleep(ctx context.Context, sleep Sleep) context.Context {
+	return context.WithValue(ctx, sleepKey{}, sleep)
+}
+
+// work sleeps for d or until ctx is done, like a well-behaved tool body:
+// with the ctx's Sleep (WithSleep), else on the wall clock.
 func work(ctx context.Context, d time.Duration) error {
+	if sleep, ok := ctx.Value(sleepKey{}).(Sleep); ok && sleep != nil {
+		return sleep(ctx, d)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
