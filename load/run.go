@@ -519,7 +519,10 @@ func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col
 				if sc.Turns.ThinkTime != nil && !env.clk.sleep(startCtx, sc.Turns.ThinkTime.Sample(a.rng)) {
 					return
 				}
-				if startCtx.Err() != nil {
+				// ctx too: cancelling the run's ctx cancels the turn's
+				// ctx and startCtx one after the other, so a turn can
+				// return before startCtx says so.
+				if startCtx.Err() != nil || ctx.Err() != nil {
 					return
 				}
 				id, calls := a.nextTurn(sc)
@@ -573,6 +576,10 @@ func runOpenGen(ctx, startCtx context.Context, sc *Scenario, agents []*agent, co
 		a := agents[k%len(agents)]
 		id, calls := a.nextTurn(sc) // drawn here, in arrival order: one goroutine uses the rngs
 		if !slots.acquire(startCtx) {
+			return
+		}
+		if ctx.Err() != nil { // the slot came from a turn that ended with ctx, before startCtx ended (see runClosed)
+			slots.release()
 			return
 		}
 		intended := next
