@@ -57,7 +57,7 @@
 //
 // The call figures (call latency and service, admission wait, per-tool
 // latency, the parallelism saved) come from the registry's hooks
-// (runtime.Hooks: CallFinished, CallAborted, TurnStart, TurnEnd), not from
+// (runtime.Hooks: CallFinished, CallAborted, TurnStart), not from
 // an event subscription: the hooks run synchronously where the call ends,
 // are never dropped, and build, copy and queue nothing. A call's hook files
 // its figures with its turn, found through its agent (the agent's own
