@@ -133,7 +133,7 @@ func TestOverhead_Interleaved(t *testing.T) {
 	if *overheadRounds == 0 {
 		t.Skip("set -overhead-rounds N")
 	}
-	const agents, turns, calls = 8, 1000, 4
+	const agents, turns, calls = 8, 4000, 4 // 128,000 calls a side: long enough to even out a busy machine's preemptions
 	nop := func() {}
 	nopHooks := nopHooks()
 	var ratios, hookRatios, cpuRatios, bares, loads []float64
