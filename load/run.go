@@ -239,6 +239,15 @@ func (a *agent) nextTurn(sc *Scenario, reuse bool) (string, []runtime.TurnCall) 
 	return id, calls
 }
 
+// dropSpares lets the agent's reused turn state go once it has no more
+// turns.
+func (a *agent) dropSpares() {
+	a.spare = nil
+	a.accMu.Lock()
+	a.spareAcc = nil
+	a.accMu.Unlock()
+}
+
 // digits is the length of strconv.Itoa(i), i ≥ 0.
 func digits(i int) int {
 	n := 1
@@ -511,6 +520,7 @@ func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col
 		wg.Add(1)
 		env.goTask(func() {
 			defer wg.Done()
+			defer a.dropSpares() // a run of many agents keeps no done agent's
 			for range sc.Turns.PerAgent {
 				if sc.Turns.ThinkTime != nil && !env.clk.sleep(startCtx, sc.Turns.ThinkTime.Sample(a.rng)) {
 					return
