@@ -6,6 +6,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ func BenchmarkOverhead_ZeroLatency(b *testing.B) {
 	const agents, calls = 8, 4
 	b.Run("bare", func(b *testing.B) {
 		b.ReportMetric(bareTurns(b, agents, max(b.N/agents, 1), calls, b.ResetTimer), "calls/s")
+	})
+	b.Run("bare+hooks", func(b *testing.B) {
+		b.ReportMetric(bareTurns(b, agents, max(b.N/agents, 1), calls, b.ResetTimer, nopHooks()), "calls/s")
 	})
 	b.Run("load.Run", func(b *testing.B) {
 		r := zeroLatencyRun(b, agents, max(b.N/agents, 1), calls, b.ResetTimer)
@@ -56,6 +60,13 @@ func bareTurns(tb testing.TB, agents, turns, calls int, ready func(), opts ...ru
 		}
 		scopes = append(scopes, s)
 	}
+	// The turn's calls are built once per agent and sent again every turn,
+	// as bench's turn benchmarks do (a call id need only be unique in its
+	// turn): the loops do nothing but ExecuteTurn.
+	cs := make([]runtime.TurnCall, calls)
+	for i := range cs {
+		cs[i] = runtime.TurnCall{ID: "c" + strconv.Itoa(i), Name: "z", ArgumentsText: args}
+	}
 	ready()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -63,11 +74,7 @@ func bareTurns(tb testing.TB, agents, turns, calls int, ready func(), opts ...ru
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for t := range turns {
-				cs := make([]runtime.TurnCall, calls)
-				for i := range cs {
-					cs[i] = runtime.TurnCall{ID: fmt.Sprint(t, "/", i), Name: "z", ArgumentsText: args}
-				}
+			for range turns {
 				if _, err := s.ExecuteTurn(context.Background(), cs); err != nil {
 					tb.Error(err)
 					return
@@ -99,47 +106,72 @@ func zeroLatencyRun(tb testing.TB, agents, turns, calls int, ready func()) *Repo
 	return r
 }
 
+// nopHooks are no-op hooks at the points the collector uses: bare loops
+// with them ("bare+hooks") show the part of the cost that is the
+// registry's own (with a hook set it reads its clock for the call's
+// timestamps).
+func nopHooks() runtime.Option {
+	return runtime.WithHooks(runtime.Hooks{
+		CallFinished: func(runtime.Execution, runtime.CallDone) {},
+		TurnStart:    func(ctx context.Context, _ runtime.TurnInfo) context.Context { return ctx },
+	})
+}
+
 // TestOverhead_Interleaved measures the overhead ratio (goal ≥
 // 0.8): load.Run's calls/s with a zero-latency tool ÷ bare ExecuteTurn
 // loops' on the same workload (8 agents, 4 parallel calls a turn), in
 // -overhead-rounds rounds (0: skipped); one goroutine alternates the two
 // sides, the order flipping every round, so the machine's noise lands on
 // both alike. It logs the median and range of the per-round ratios and
-// asserts nothing (timings are never asserted):
+// asserts nothing (timings are never asserted). It logs the ratio of the
+// calls per CPU-second too (the process's CPU time over each side's whole
+// run, setup and report included): other processes on a shared machine
+// move it less than the wall clock's.
 //
 //	go test ./load -run Overhead_Interleaved -overhead-rounds 9 -v
 func TestOverhead_Interleaved(t *testing.T) {
 	if *overheadRounds == 0 {
 		t.Skip("set -overhead-rounds N")
 	}
-	const agents, turns, calls = 8, 1000, 4
+	const agents, turns, calls = 8, 4000, 4 // 128,000 calls a side: long enough to even out a busy machine's preemptions
 	nop := func() {}
-	// bare+hooks: the same loops with no-op hooks at the points the
-	// collector uses, the part of the cost that is the registry's own
-	// (with a hook set it reads its clock for the call's timestamps).
-	nopHooks := runtime.WithHooks(runtime.Hooks{
-		CallFinished: func(runtime.Execution, runtime.CallDone) {},
-		TurnStart:    func(ctx context.Context, _ runtime.TurnInfo) context.Context { return ctx },
-	})
-	var ratios, hookRatios, bares, loads []float64
+	nopHooks := nopHooks()
+	var ratios, hookRatios, cpuRatios, bares, loads []float64
 	for i := range *overheadRounds {
 		var bare, hooked, load float64
+		var bareCPU, loadCPU time.Duration
+		runBare := func() {
+			c := cpuTime()
+			bare = bareTurns(t, agents, turns, calls, nop)
+			bareCPU = cpuTime() - c
+		}
+		runLoad := func() {
+			c := cpuTime()
+			load = zeroLatencyRun(t, agents, turns, calls, nop).Throughput.CallsPerSecond
+			loadCPU = cpuTime() - c
+		}
 		if i%2 == 0 {
-			bare = bareTurns(t, agents, turns, calls, nop)
+			runBare()
 			hooked = bareTurns(t, agents, turns, calls, nop, nopHooks)
-			load = zeroLatencyRun(t, agents, turns, calls, nop).Throughput.CallsPerSecond
+			runLoad()
 		} else {
-			load = zeroLatencyRun(t, agents, turns, calls, nop).Throughput.CallsPerSecond
+			runLoad()
 			hooked = bareTurns(t, agents, turns, calls, nop, nopHooks)
-			bare = bareTurns(t, agents, turns, calls, nop)
+			runBare()
 		}
 		ratios, hookRatios = append(ratios, load/bare), append(hookRatios, hooked/bare)
+		if bareCPU > 0 && loadCPU > 0 {
+			cpuRatios = append(cpuRatios, float64(bareCPU)/float64(loadCPU))
+		}
 		bares, loads = append(bares, bare), append(loads, load)
 	}
 	med := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
 	t.Logf("load.Run ÷ bare ExecuteTurn, %d rounds of %d calls a side: median %.3f× [%.3f–%.3f]; calls/s median bare %.0f, load.Run %.0f",
 		len(ratios), agents*turns*calls, med(ratios), slices.Min(ratios), slices.Max(ratios), med(bares), med(loads))
 	t.Logf("bare+no-op hooks ÷ bare: median %.3f× [%.3f–%.3f]", med(hookRatios), slices.Min(hookRatios), slices.Max(hookRatios))
+	if len(cpuRatios) > 0 {
+		t.Logf("calls per CPU-second, load.Run ÷ bare: median %.3f× [%.3f–%.3f]", med(cpuRatios), slices.Min(cpuRatios), slices.Max(cpuRatios))
+	}
 }
 
 // TestMemory_ManyAgents reports the heap of a run of -agents agents (0:

@@ -2,8 +2,11 @@ package load
 
 import (
 	"context"
+	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolscope/toolscope/runtime"
 )
@@ -93,5 +96,62 @@ func TestCollector_HookFiguresEqualEventRecount(t *testing.T) {
 				t.Fatalf("turns %d done, recount %d; parallelism %+v", r.TurnsDone, rc.turns, r.Parallelism)
 			}
 		})
+	}
+}
+
+// TestCollector_FoldKeepsFiguresExact: a call's or turn's latency is
+// recorded once, in the interval's histogram, and folded into the run's
+// when the timeline samples and when the report is made; the run's figures
+// and every sample's interval p50/p99 are exactly those of recording each
+// value into both histograms, wherever the samples fall.
+func TestCollector_FoldKeepsFiguresExact(t *testing.T) {
+	sc := mustParse(t, countsScenario)
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := newCollector(sc)
+	callAll, turnAll, callIv, turnIv := newHist(), newHist(), newHist(), newHist()
+	var want []Sample
+	for round := range 50 {
+		for range rng.IntN(200) {
+			d := time.Duration(rng.ExpFloat64() * float64(time.Millisecond))
+			if rng.IntN(2) == 0 {
+				c.mu.Lock()
+				c.recordCall(callObs{tool: "ok", lat: d})
+				c.mu.Unlock()
+				record(callAll, d)
+				record(callIv, d)
+			} else {
+				c.mu.Lock()
+				record(c.turnIv, d)
+				c.mu.Unlock()
+				record(turnAll, d)
+				record(turnIv, d)
+			}
+		}
+		if round%3 != 2 { // some rounds end without a sample
+			c.sample()
+			var s Sample
+			s.CallP50Ms, s.CallP99Ms = interval(callIv)
+			s.TurnP50Ms, s.TurnP99Ms = interval(turnIv)
+			want = append(want, s)
+		}
+	}
+	r := c.report(sc, 1, time.Second)
+	if got, want := r.CallLatency, summarise(callAll); !reflect.DeepEqual(got, want) {
+		t.Fatalf("call latency\n got %+v\nwant %+v", got, want)
+	}
+	if got, want := r.TurnLatency, summarise(turnAll); !reflect.DeepEqual(got, want) {
+		t.Fatalf("turn latency\n got %+v\nwant %+v", got, want)
+	}
+	if got, want := summarise(c.toolLat["ok"]), summarise(callAll); !reflect.DeepEqual(got, want) {
+		t.Fatalf("tool latency\n got %+v\nwant %+v", got, want)
+	}
+	if len(r.Timeline) != len(want) {
+		t.Fatalf("%d samples, want %d", len(r.Timeline), len(want))
+	}
+	for i, s := range r.Timeline {
+		w := want[i]
+		if s.CallP50Ms != w.CallP50Ms || s.CallP99Ms != w.CallP99Ms || s.TurnP50Ms != w.TurnP50Ms || s.TurnP99Ms != w.TurnP99Ms {
+			t.Fatalf("sample %d: %+v, want the interval's %+v", i, s, w)
+		}
 	}
 }

@@ -62,26 +62,35 @@
 //
 // The call figures (call latency and service, admission wait, per-tool
 // latency, the parallelism saved) come from the registry's hooks
-// (runtime.Hooks: CallFinished, CallAborted, TurnStart, TurnEnd), not from
+// (runtime.Hooks: CallFinished, CallAborted, TurnStart), not from
 // an event subscription: the hooks run synchronously where the call ends,
 // are never dropped, and build, copy and queue nothing. A call's hook files
 // its figures with its turn, found through its agent (the agent's own
 // lock), and the turn moves them into the run's histograms when it returns,
 // under the one lock a turn takes; so no lock is shared by every call.
 //
+// A latency is recorded once, in the interval's histogram, which the
+// timeline's sample folds into the run's (HDR histograms of one layout add
+// bucket counts: the figures are those of recording twice).
+//
 // With a zero-latency tool (8 agents, turns of 4 parallel calls), load.Run
-// reaches about 0.65× the calls/s of bare ExecuteTurn loops on the same
-// workload, measured interleaved on a shared 2-core machine
-// (TestOverhead_Interleaved, -overhead-rounds N: medians 0.62–0.68× over
-// several runs; it was about 0.5× with a subscription).
-// BenchmarkOverhead_ZeroLatency runs the two sides alone. What remains,
-// in a profile of the two at one core (GOMAXPROCS=1: the bare loops reach
-// the same calls/s there, so the gap is work, not contention): clock reads,
-// about half of it — with a call hook set the registry reads its clock at
-// a call's entry, admission and dispatch end (bare loops with no-op hooks:
-// about 0.9×), and the collector once per call (its final result) and
-// twice per turn —; the generator's drawing and naming of every call; the
-// hooks' lookups and the histogram records.
+// reaches about 0.65× the calls/s of bench's bare turn loop (ExecuteTurn
+// of calls built once) on the same workload, measured interleaved on a
+// shared 2-core machine (TestOverhead_Interleaved, -overhead-rounds N: it
+// logs the ratio of calls per CPU-second as well, which other processes
+// move less than the wall clock's; medians of both about 0.6–0.7× over
+// several runs). BenchmarkOverhead_ZeroLatency runs the sides alone: bare,
+// bare+hooks (no-op hooks at the collector's points) and load.Run. Where
+// the rest goes, in CPU profiles of the three at one core: the registry's
+// own cost of a call hook, most of it clock reads — with one set it stamps
+// a call's entry, admission and dispatch end for CallDone (bare+hooks:
+// about 0.85× bare) —; the collector's clock reads (a call's final result;
+// a turn's start, go-ahead and return). Clock reads are about a third of
+// the gap, and each marks a moment a figure counts from or to, so none
+// goes without changing a figure. The rest is spread thin: the hooks'
+// lookups (the agent, its lock), the histogram records (four a call), the
+// generator's drawing and naming of a turn's calls (one allocation for
+// their ids), and the garbage collector's share of the allocations.
 //
 // # Virtual time
 //

@@ -90,7 +90,7 @@ type ToolReport struct {
 // scope's admission. Admission wait is the wait of dispatched calls between
 // entering the registry and being admitted (runtime.Event.AdmissionWait).
 // These come from the registry's hooks (runtime.Hooks: CallFinished,
-// CallAborted, TurnStart, TurnEnd), which run synchronously and are never
+// CallAborted, TurnStart), which run synchronously and are never
 // dropped; Events says how many calls they saw.
 type Report struct {
 	Scenario  string    `json:"scenario"`
@@ -132,7 +132,8 @@ type Report struct {
 
 	// Parallelism: SerialSeconds is the sum of the turns' calls' dispatch
 	// times (what the turns would take one call after another), TurnSeconds
-	// the sum of the turns' running times from their go-ahead; Saved is the
+	// the sum of the turns' running times, from their go-ahead (the
+	// registry's TurnStart) to their return; Saved is the
 	// difference (negative when the scheduling cost more than overlapping
 	// saved).
 	Parallelism struct {
@@ -216,6 +217,12 @@ func summarise(h *hdr.Histogram) Latency {
 // moves the turn's calls into the run's histograms when the turn returns,
 // under the one lock it takes per turn anyway. No event is built, copied or
 // queued, no ctx is searched, and no lock is shared by every call.
+//
+// A call's latency goes into one histogram, callIv (the interval's), which
+// sample folds into callLat (the run's) as it starts the next interval, and
+// report folds once more; turnIv and turnLat likewise. Folding HDR
+// histograms of the same layout adds bucket counts, so the run's figures
+// are exactly those of recording every value twice, at half the cost.
 type collector struct {
 	env          *runEnv // the run's clock, record and replay (virtual.go, record.go)
 	start        time.Time
@@ -225,14 +232,14 @@ type collector struct {
 	turnsStarted, turnsDone, inFlight, maxInFlight atomic.Int64
 	calls, results, failures, turnErrors           atomic.Int64
 
-	mu        sync.Mutex // guards the fields below
-	turnLat   *hdr.Histogram
+	mu        sync.Mutex     // guards the fields below
+	turnLat   *hdr.Histogram // the run's turns, but those in turnIv (fold)
 	byCode    map[string]int64
 	perTool   map[string]*ToolReport
 	maxAgent  int64
 	timeline  []Sample
 	turnIv    *hdr.Histogram // the turns ended since the last sample
-	callLat   *hdr.Histogram
+	callLat   *hdr.Histogram // the run's calls, but those in callIv (fold)
 	service   *hdr.Histogram
 	admission *hdr.Histogram
 	toolLat   map[string]*hdr.Histogram
@@ -240,15 +247,23 @@ type collector struct {
 	serial    time.Duration
 	turnRun   time.Duration
 	callIv    *hdr.Histogram // the calls ended since the last sample
+	// lastTool and lastHist: the tool recordCall saw last and its
+	// histogram (nil past maxToolHistograms), sparing a map lookup per call
+	// in a run of calls to one tool.
+	lastTool string
+	lastHist *hdr.Histogram
+	// lastTR and lastTRN: the same for collector.turn's per-tool counts.
+	lastTR  *ToolReport
+	lastTRN string
 }
 
 // turnAcc is one turn's measurements, gathered by the hooks while the turn
 // runs and moved into the collector when it returns; its agent's accMu
 // guards it while it is the agent's (agent.accs).
 type turnAcc struct {
-	id             string
-	started, ended time.Time
-	calls          []callObs
+	id      string
+	started time.Time // the turn's go-ahead (TurnStart)
+	calls   []callObs
 }
 
 // turnAccs are an agent's turns in flight: one in the closed model (cur),
@@ -305,16 +320,18 @@ func newCollector(*Scenario) *collector {
 
 // hooks are the collector's registry hooks: call latency, admission wait
 // and service from CallFinished (CallAborted for a turn's call that never
-// started, R97: latency 0, as its events have), the turns' running time
-// from TurnStart and TurnEnd.
+// started, R97: latency 0, as its events have), the turns' go-ahead from
+// TurnStart (a turn runs from it to ExecuteTurn's return: collector.turn).
 func (c *collector) hooks() runtime.Hooks {
 	return runtime.Hooks{
 		CallFinished: func(ex runtime.Execution, d runtime.CallDone) {
-			o := callObs{tool: ex.Name(), lat: d.Now().Sub(d.EnteredAt), inTurn: ex.Parent().IsZero()}
+			o := callObs{tool: ex.Name(), lat: since(d.EnteredAt, d.Now()), inTurn: ex.Parent().IsZero()}
 			if !d.DispatchDoneAt.IsZero() {
 				o.dispatched = true
-				o.admission = d.AdmissionWait()
-				o.service = d.DispatchDoneAt.Sub(d.StartedAt)
+				if !d.StartedAt.Before(d.EnteredAt) { // as CallDone.AdmissionWait
+					o.admission = since(d.EnteredAt, d.StartedAt)
+				}
+				o.service = since(d.StartedAt, d.DispatchDoneAt)
 			}
 			c.observe(ex.Agent(), turnOf(ex.CallID()), o)
 		},
@@ -332,17 +349,19 @@ func (c *collector) hooks() runtime.Hooks {
 			}
 			return ctx
 		},
-		TurnEnd: func(_ context.Context, t runtime.TurnInfo, _ error) {
-			if a := c.agents[t.Scope]; a != nil {
-				now := t.Now()
-				a.accMu.Lock()
-				if acc := a.accs.get(t.TurnID); acc != nil {
-					acc.ended = now
-				}
-				a.accMu.Unlock()
-			}
-		},
 	}
+}
+
+// since is to.Sub(from) for the registry's times, which carry no monotonic
+// reading (the registry stamps wall times, or its clock's): the difference
+// of their Unix nanoseconds, the same duration without Sub's overflow
+// checks, for times within 292 years of each other (a zero time falls
+// back to Sub).
+func since(from, to time.Time) time.Duration {
+	if from.IsZero() || to.IsZero() {
+		return to.Sub(from)
+	}
+	return time.Duration(to.UnixNano() - from.UnixNano())
 }
 
 // turnOf is the turn id of a call id the generator made (agent.nextTurn:
@@ -375,12 +394,15 @@ func (c *collector) observe(scope, turn string, o callObs) {
 // recordCall adds a finished call to the run's figures; c.mu is held.
 func (c *collector) recordCall(o callObs) {
 	c.finished++
-	record(c.callLat, o.lat)
-	record(c.callIv, o.lat)
-	h := c.toolLat[o.tool]
-	if h == nil && len(c.toolLat) < maxToolHistograms {
-		h = newHist()
-		c.toolLat[o.tool] = h
+	record(c.callIv, o.lat) // and callLat, by fold
+	h := c.lastHist
+	if o.tool != c.lastTool || h == nil {
+		h = c.toolLat[o.tool]
+		if h == nil && len(c.toolLat) < maxToolHistograms {
+			h = newHist()
+			c.toolLat[o.tool] = h
+		}
+		c.lastTool, c.lastHist = o.tool, h
 	}
 	if h != nil {
 		record(h, o.lat)
@@ -401,8 +423,13 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	c.calls.Add(int64(len(calls)))
 	raiseMax(&c.maxInFlight, c.inFlight.Add(1))
 	raiseMax(&a.maxIn, a.inFlight.Add(1))
-	acc := &turnAcc{id: id, calls: make([]callObs, 0, len(calls))}
 	a.accMu.Lock()
+	acc := a.spareAcc // the agent's last turn's, recorded: reused
+	if acc == nil {
+		acc = &turnAcc{calls: make([]callObs, 0, len(calls))}
+	}
+	a.spareAcc = nil
+	acc.id = id
 	a.accs.add(acc)
 	a.accMu.Unlock()
 	var res *runtime.TurnResult
@@ -421,18 +448,28 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	a.accMu.Unlock()
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.recordTurn(a, acc, done, done.Sub(intended), calls, res, err)
+	c.mu.Unlock()
+	*acc = turnAcc{calls: acc.calls[:0]}
+	a.accMu.Lock()
+	a.spareAcc = acc
+	a.accMu.Unlock()
+}
+
+// recordTurn adds a returned turn of agent a to the run's figures: its
+// calls (acc) and results (res, err), its latency lat and its running time
+// from its go-ahead to done; c.mu is held.
+func (c *collector) recordTurn(a *agent, acc *turnAcc, done time.Time, lat time.Duration, calls []runtime.TurnCall, res *runtime.TurnResult, err error) {
 	for _, o := range acc.calls {
 		c.recordCall(o)
 	}
-	if !acc.started.IsZero() && !acc.ended.IsZero() {
-		c.turnRun += acc.ended.Sub(acc.started)
+	if !acc.started.IsZero() {
+		c.turnRun += done.Sub(acc.started)
 	}
 	if m := a.maxIn.Load(); m > c.maxAgent {
 		c.maxAgent = m
 	}
-	record(c.turnLat, done.Sub(intended))
-	record(c.turnIv, done.Sub(intended))
+	record(c.turnIv, lat) // and turnLat, by fold
 	var results []*runtime.Result
 	if res != nil {
 		results = res.Results
@@ -440,17 +477,20 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 	if err != nil {
 		c.turnErrors.Add(1)
 	}
+	var failed int64
 	for i, call := range calls {
-		tr := c.perTool[call.Name]
-		if tr == nil {
-			tr = &ToolReport{}
-			c.perTool[call.Name] = tr
+		tr := c.lastTR
+		if call.Name != c.lastTRN || tr == nil {
+			if tr = c.perTool[call.Name]; tr == nil {
+				tr = &ToolReport{}
+				c.perTool[call.Name] = tr
+			}
+			c.lastTR, c.lastTRN = tr, call.Name
 		}
 		tr.Calls++
 		if i >= len(results) {
 			continue // no result: the turn ended with an error (counted in TurnErrors)
 		}
-		c.results.Add(1)
 		r := results[i]
 		if !r.IsError() {
 			continue
@@ -459,13 +499,24 @@ func (c *collector) turn(ctx context.Context, a *agent, id string, calls []runti
 		if code == "" {
 			code = CodeUncoded
 		}
-		c.failures.Add(1)
+		failed++
 		c.byCode[code]++
 		if tr.Failures == nil {
 			tr.Failures = map[string]int64{}
 		}
 		tr.Failures[code]++
 	}
+	c.results.Add(int64(min(len(results), len(calls))))
+	if failed > 0 {
+		c.failures.Add(failed)
+	}
+}
+
+// fold moves the interval histograms' counts into the run's (recordCall,
+// collector.turn); c.mu is held. interval reads them first.
+func (c *collector) fold() {
+	c.callLat.Merge(c.callIv)
+	c.turnLat.Merge(c.turnIv)
 }
 
 // sample appends a point to the timeline; true when it thinned the
@@ -475,6 +526,7 @@ func (c *collector) sample() bool {
 		Failures: c.failures.Load(), TurnsInFlight: c.inFlight.Load()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.fold()
 	p.CallP50Ms, p.CallP99Ms = interval(c.callIv)
 	p.TurnP50Ms, p.TurnP99Ms = interval(c.turnIv)
 	c.timeline = append(c.timeline, p)
@@ -510,6 +562,9 @@ func (c *collector) report(sc *Scenario, agents int, elapsed time.Duration) *Rep
 		r.Throughput.CallsPerSecond = float64(r.Results) / s
 	}
 	c.mu.Lock()
+	c.fold()
+	c.callIv.Reset() // folded: a later sample must not count them again
+	c.turnIv.Reset()
 	r.Failures = c.byCode
 	r.Tools = c.perTool
 	r.Timeline = c.timeline

@@ -160,34 +160,57 @@ type agent struct {
 	maxIn    atomic.Int64
 	accMu    sync.Mutex // guards accs
 	accs     turnAccs   // its turns in flight, for the collector's hooks
+	spareAcc *turnAcc   // a recorded turn's, to reuse (collector.turn); accMu guards it
 	turns    int
 	target   []TargetTool // with a Target: how to call each of the scenario's tools
 	remote   RemoteAgent  // with a Remote: where its turns run (scope is nil)
 	lastArgs callArgs     // the arguments of its last call to a simulated tool
 	lastText string       // and their text
+
+	spare []runtime.TurnCall // closed model: the last turn's calls, to fill again (nextTurn)
 }
 
-// nextTurn draws the calls of the agent's next turn and names it.
-func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
+// nextTurn draws the calls of the agent's next turn and names it. With
+// reuse (the closed model, whose agent's turn has returned: collector.turn
+// is done with its calls, and the registry keeps none of a returned turn's
+// calls) it fills the slice of the agent's last turn again.
+func (a *agent) nextTurn(sc *Scenario, reuse bool) (string, []runtime.TurnCall) {
 	cp := sc.Turns.CallsPerTurn
 	n := cp.Min + a.rng.IntN(cp.Max-cp.Min+1)
-	calls := make([]runtime.TurnCall, n)
+	var calls []runtime.TurnCall
+	if reuse && cap(a.spare) >= n {
+		calls = a.spare[:n]
+	} else {
+		calls = make([]runtime.TurnCall, n)
+		if reuse {
+			a.spare = calls
+		}
+	}
 	turn := a.turns
 	a.turns++
 	// The calls' ids ("<turn id>/<index>", the turn id "<agent>/<turn>")
-	// are slices of one string, written one after another: one
-	// allocation for them all.
-	prefix := a.key + "/" + strconv.Itoa(turn) + "/"
-	var ids strings.Builder
-	ids.Grow(n * (len(prefix) + 3))
+	// are slices of one string, written one after another (the turn id is
+	// the first one's prefix): one allocation for them all.
+	var num [20]byte
+	tn := strconv.AppendInt(num[:0], int64(turn), 10)
+	prefix := len(a.key) + 1 + len(tn) + 1
+	size := 0
 	for i := range n {
-		ids.WriteString(prefix)
-		ids.WriteString(strconv.Itoa(i))
+		size += prefix + digits(i)
+	}
+	var ids strings.Builder
+	ids.Grow(size)
+	for i := range n {
+		ids.WriteString(a.key)
+		ids.WriteByte('/')
+		ids.Write(tn)
+		ids.WriteByte('/')
+		ids.Write(strconv.AppendInt(num[len(tn):len(tn)], int64(i), 10))
 	}
 	all, from := ids.String(), 0
-	id := prefix[:len(prefix)-1]
+	id := all[:prefix-1]
 	for i := range calls {
-		to := from + len(prefix) + digits(i)
+		to := from + prefix + digits(i)
 		callID := all[from:to]
 		from = to
 		x := a.rng.Float64() * a.cum[len(a.cum)-1]
@@ -218,6 +241,15 @@ func (a *agent) nextTurn(sc *Scenario) (string, []runtime.TurnCall) {
 		calls[i] = runtime.TurnCall{ID: callID, Name: t.Name, ArgumentsText: a.lastText}
 	}
 	return id, calls
+}
+
+// dropSpares lets the agent's reused turn state go once it has no more
+// turns.
+func (a *agent) dropSpares() {
+	a.spare = nil
+	a.accMu.Lock()
+	a.spareAcc = nil
+	a.accMu.Unlock()
 }
 
 // digits is the length of strconv.Itoa(i), i ≥ 0.
@@ -515,6 +547,7 @@ func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col
 		wg.Add(1)
 		env.goTask(func() {
 			defer wg.Done()
+			defer a.dropSpares() // a run of many agents keeps no done agent's
 			for range sc.Turns.PerAgent {
 				if sc.Turns.ThinkTime != nil && !env.clk.sleep(startCtx, sc.Turns.ThinkTime.Sample(a.rng)) {
 					return
@@ -525,7 +558,7 @@ func runClosed(ctx, startCtx context.Context, sc *Scenario, agents []*agent, col
 				if startCtx.Err() != nil || ctx.Err() != nil {
 					return
 				}
-				id, calls := a.nextTurn(sc)
+				id, calls := a.nextTurn(sc, true) // the agent's last turn has returned
 				env.turn(ctx, col, a, id, calls, env.clk.now())
 			}
 		})
@@ -574,7 +607,7 @@ func runOpenGen(ctx, startCtx context.Context, sc *Scenario, agents []*agent, co
 			return
 		}
 		a := agents[k%len(agents)]
-		id, calls := a.nextTurn(sc) // drawn here, in arrival order: one goroutine uses the rngs
+		id, calls := a.nextTurn(sc, false) // drawn here, in arrival order: one goroutine uses the rngs
 		if !slots.acquire(startCtx) {
 			return
 		}

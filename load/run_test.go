@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -313,6 +314,39 @@ func TestCollector_TimelineStaysBounded(t *testing.T) {
 	for i := 1; i < len(c.timeline); i++ {
 		if c.timeline[i].TurnsDone <= c.timeline[i-1].TurnsDone {
 			t.Fatalf("out of order at %d", i)
+		}
+	}
+}
+
+// TestNextTurn_IDsNameTheTurnAndItsCalls: a turn's id is "<agent>/<turn>"
+// and its calls' "<turn id>/<index>" (the collector finds a call's turn by
+// them, and record/replay logs them), with indexes of any width; the closed
+// model's reuse fills the agent's last slice again without changing them.
+func TestNextTurn_IDsNameTheTurnAndItsCalls(t *testing.T) {
+	sc := mustParse(t, `{"name": "ids", "agents": {"count": 1},
+	  "tools": [{"name": "z", "mode": "parallel", "latency": {"kind": "constant", "value": "0s"}}],
+	  "turns": {"perAgent": 3, "callsPerTurn": {"min": 1, "max": 12}}, "load": {"model": "closed"}}`)
+	sc.Defaults()
+	for _, reuse := range []bool{false, true} {
+		a := &agent{key: "a17.2", rng: rand.New(rand.NewPCG(1, 2)), picks: []int{0}, cum: []float64{1}}
+		var last []runtime.TurnCall
+		for turn := range 40 {
+			id, calls := a.nextTurn(sc, reuse)
+			if want := fmt.Sprintf("a17.2/%d", turn); id != want {
+				t.Fatalf("reuse %v: turn id %q, want %q", reuse, id, want)
+			}
+			for i, c := range calls {
+				if want := fmt.Sprintf("%s/%d", id, i); c.ID != want || c.Name != "z" || c.ArgumentsText != `{"sleep_ns":0}` {
+					t.Fatalf("reuse %v: call %d of turn %s: %+v, want id %q", reuse, i, id, c, want)
+				}
+				if turnOf(c.ID) != id {
+					t.Fatalf("turnOf(%q) = %q, want %q", c.ID, turnOf(c.ID), id)
+				}
+			}
+			if reuse && last != nil && len(calls) <= cap(last) && &calls[0] != &last[:1][0] {
+				t.Fatalf("turn %d: a new slice though the last one (cap %d) holds its %d calls", turn, cap(last), len(calls))
+			}
+			last = calls
 		}
 	}
 }

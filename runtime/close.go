@@ -77,8 +77,17 @@ func (c *shutdownAwareCtx) init(parent context.Context, l *lifecycle) {
 // Deadline implements context.Context.
 func (c *shutdownAwareCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
-// Value implements context.Context.
-func (c *shutdownAwareCtx) Value(key any) any { return c.fuse().ctx.Value(key) }
+// Value implements context.Context. Only the context package's own lookup
+// needs the link: its key (unexported, a *int) is how a ctx derived from
+// this one finds the cancel ctx to hang on, and how Cause finds a cause.
+// Any other key the link would pass to the caller's ctx, so the caller's
+// answers it, and a hook or body reading a value builds nothing.
+func (c *shutdownAwareCtx) Value(key any) any {
+	if _, maybeCancelKey := key.(*int); !maybeCancelKey {
+		return c.parent.Value(key)
+	}
+	return c.fuse().ctx.Value(key)
+}
 
 // Err implements context.Context.
 //

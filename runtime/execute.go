@@ -41,7 +41,7 @@ func (r *Registry) executeArgs(ctx context.Context, node *core.Node, sh *scopeSt
 		return fail // CLOSED or OVERLOADED (close.go)
 	}
 	var host *execState
-	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: asking a shutdownAwareCtx for a value links it
+	call.Parent, host = r.inferParent(ctx, call.Parent) // before ctx is wrapped: one ctx less to ask
 	x := new(singleExec)
 	s := &x.s
 	s.host = host

@@ -29,10 +29,11 @@ type regExecKey struct{ r *Registry }
 //   - shutdownAwareCtx (close.go) is the ctx a call (or a turn) runs under:
 //     the caller's, cancelled also when Close gives up waiting (R7 drain,
 //     then cancel) and once the call is over (like an ended request's). Err
-//     needs no allocation; the first Done (or a Value lookup, which is how
-//     the context package looks for a parent to hang a derived ctx on)
-//     builds its shutdownLink, and from then on that answers everything. A
-//     pipeline that never waits on Done pays nothing. It lives inside the
+//     needs no allocation; the first Done (or the context package's own
+//     Value lookup, how it looks for a parent to hang a derived ctx on)
+//     builds its shutdownLink, and from then on that answers Done and that
+//     lookup; other values come from the caller's ctx. A pipeline that
+//     never waits on Done pays nothing. It lives inside the
 //     execution (or the turn) it belongs to.
 //   - shutdownLink (close.go) is that lazily built part: a cancel ctx under
 //     the caller's, cancelled by the registry's shutdown signal as well, and
