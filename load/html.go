@@ -428,6 +428,11 @@ func bucketLabel(ms float64) string {
 	}
 }
 
+// tickWidth is a generous estimate of a tick label's width in viewBox
+// units (the page's 11-unit tick font: digits about 6.5 units, "m", "≤"
+// and "µ" wider).
+func tickWidth(label string) float64 { return 8 * float64(len([]rune(label))) }
+
 func histogramChart(id string, bs []Bucket) template.HTML {
 	var b svgBuf
 	var ymax int64
@@ -452,6 +457,7 @@ func histogramChart(id string, bs []Bucket) template.HTML {
 	}
 	every := int(math.Ceil((float64(longest)*7 + 10) / w)) // 11-unit digits are under 7 units wide
 	var data strings.Builder
+	labelEnd := 0.0 // where the last tick label drawn ends
 	for i, k := range bs {
 		x0 := float64(plotL) + float64(i)*w
 		top := y.at(float64(k.Count))
@@ -464,7 +470,19 @@ func histogramChart(id string, bs []Bucket) template.HTML {
 				x0+1, top, math.Max(w-2, 1), float64(plotB)-top, bucketLabel(k.LeMs), k.Count)
 		}
 		if i%every == 0 {
-			b.f(`<text class="tick" x="%.1f" y="%d">≤%s</text>`, x0+1, plotB+16, bucketLabel(k.LeMs))
+			// A label starts at its bar; one that would run past the
+			// chart's right edge ends at its bar's right instead, unless it
+			// would then reach into the label before it.
+			label := "≤" + bucketLabel(k.LeMs)
+			est := tickWidth(label)
+			switch {
+			case x0+1+est <= chartW:
+				b.f(`<text class="tick" x="%.1f" y="%d">%s</text>`, x0+1, plotB+16, label)
+				labelEnd = x0 + 1 + est
+			case x0+w-1-est > labelEnd+4:
+				b.f(`<text class="tick" x="%.1f" y="%d" text-anchor="end">%s</text>`, x0+w-1, plotB+16, label)
+				labelEnd = x0 + w - 1
+			}
 		}
 	}
 	b.f(`<line class="grid axis" x1="%d" x2="%d" y1="%d" y2="%d"/>`, plotL, plotR, plotB, plotB)

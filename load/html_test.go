@@ -254,3 +254,39 @@ func TestBucketLabel_Readable(t *testing.T) {
 		}
 	}
 }
+
+// TestHistogram_TickLabelsStayInTheChart: with a wide range of
+// admission waits (19 power-of-two buckets up to 262 ms) the last label
+// drawn sat on the chart's last bucket and ran past its right edge (the
+// page check caught it in a CI run); every label now ends inside the
+// chart and none overlaps the one before, for every bucket count.
+func TestHistogram_TickLabelsStayInTheChart(t *testing.T) {
+	tick := regexp.MustCompile(`<text class="tick" x="([0-9.]+)" y="[0-9]+"( text-anchor="end")?>(≤[^<]*)</text>`)
+	for n := 1; n <= 40; n++ {
+		bs := make([]Bucket, n)
+		for k := range bs {
+			bs[k] = Bucket{LeMs: 0.001 * math.Pow(2, float64(k)), Count: int64(k + 1)}
+		}
+		svg := string(histogramChart("h", bs))
+		prevEnd := -1.0
+		labels := tick.FindAllStringSubmatch(svg, -1)
+		if len(labels) == 0 {
+			t.Fatalf("%d buckets: no label drawn", n)
+		}
+		for _, m := range labels {
+			x, _ := strconv.ParseFloat(m[1], 64)
+			w := tickWidth(m[3])
+			start, end := x, x+w
+			if m[2] != "" {
+				start, end = x-w, x
+			}
+			if start < 0 || end > chartW {
+				t.Errorf("%d buckets: label %q spans %.1f–%.1f, outside the chart's 0–%d", n, m[3], start, end, chartW)
+			}
+			if start < prevEnd {
+				t.Errorf("%d buckets: label %q starts at %.1f, inside the one before (ends %.1f)", n, m[3], start, prevEnd)
+			}
+			prevEnd = end
+		}
+	}
+}
