@@ -197,8 +197,10 @@ type xy struct{ X, Y float64 }
 // the timeline (the first from the start), at the interval's end.
 //
 // The last sample is taken when the run ends, often a moment after the
-// one before: a rate over so short an interval is mostly chance, so an
-// interval under half the one before it is merged into that one.
+// one before: a rate over so short an interval is mostly chance, so a last
+// interval under half the one before it is merged into that one. Only the
+// last: a sampler held up once (a long first interval on a busy machine)
+// must not swallow the regular intervals after it.
 func throughputSeries(tl []Sample) []xy {
 	var out []xy
 	tl = append([]Sample{{}}, tl...) // the start: nothing done yet
@@ -208,7 +210,7 @@ func throughputSeries(tl []Sample) []xy {
 		if dt <= 0 {
 			continue
 		}
-		if len(out) > 0 && dt < prevDt/2 {
+		if len(out) > 0 && i == len(tl)-1 && dt < prevDt/2 {
 			out = out[:len(out)-1] // merge: the rate over both intervals
 		} else {
 			from, prevDt = i-1, dt

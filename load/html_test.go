@@ -245,6 +245,26 @@ func TestThroughputSeries_MergesAShortLastInterval(t *testing.T) {
 	}
 }
 
+// TestThroughputSeries_LongFirstIntervalKeepsTheRest: a sampler held up
+// once (the first sample at 0.555 s on a busy machine, a CI run's page
+// check) made every regular 0.1 s interval after it "under half the one
+// before", so the whole run merged into one point and the page said "too
+// short a run for a timeline".
+func TestThroughputSeries_LongFirstIntervalKeepsTheRest(t *testing.T) {
+	tl := []Sample{{Seconds: 0.555, Results: 219}, {Seconds: 0.6, Results: 250}}
+	for k := 1; k <= 14; k++ {
+		tl = append(tl, Sample{Seconds: 0.6 + 0.1*float64(k), Results: 250 + 40*int64(k)})
+	}
+	tl = append(tl, Sample{Seconds: 2.016, Results: 813})
+	got := throughputSeries(tl)
+	if len(got) != len(tl)-1 { // every interval but the short last one
+		t.Fatalf("%d points for %d samples: %v", len(got), len(tl), got)
+	}
+	if math.Abs(got[2].Y-400) > 1e-6 {
+		t.Fatalf("the third interval's rate is %v, want 400/s", got[2].Y)
+	}
+}
+
 // TestBucketLabel_Readable: bucket bounds read as µs, ms or s with at most
 // three digits and no exponent.
 func TestBucketLabel_Readable(t *testing.T) {
