@@ -136,10 +136,15 @@ func TestOverhead_Interleaved(t *testing.T) {
 	const agents, turns, calls = 8, 4000, 4 // 128,000 calls a side: long enough to even out a busy machine's preemptions
 	nop := func() {}
 	nopHooks := nopHooks()
-	var ratios, hookRatios, cpuRatios, bares, loads []float64
+	var ratios, hookRatios, cpuRatios, hookCPURatios, bares, loads []float64
 	for i := range *overheadRounds {
 		var bare, hooked, load float64
-		var bareCPU, loadCPU time.Duration
+		var bareCPU, hookedCPU, loadCPU time.Duration
+		runHooked := func() {
+			c := cpuTime()
+			hooked = bareTurns(t, agents, turns, calls, nop, nopHooks)
+			hookedCPU = cpuTime() - c
+		}
 		runBare := func() {
 			c := cpuTime()
 			bare = bareTurns(t, agents, turns, calls, nop)
@@ -152,16 +157,19 @@ func TestOverhead_Interleaved(t *testing.T) {
 		}
 		if i%2 == 0 {
 			runBare()
-			hooked = bareTurns(t, agents, turns, calls, nop, nopHooks)
+			runHooked()
 			runLoad()
 		} else {
 			runLoad()
-			hooked = bareTurns(t, agents, turns, calls, nop, nopHooks)
+			runHooked()
 			runBare()
 		}
 		ratios, hookRatios = append(ratios, load/bare), append(hookRatios, hooked/bare)
 		if bareCPU > 0 && loadCPU > 0 {
 			cpuRatios = append(cpuRatios, float64(bareCPU)/float64(loadCPU))
+		}
+		if bareCPU > 0 && hookedCPU > 0 {
+			hookCPURatios = append(hookCPURatios, float64(bareCPU)/float64(hookedCPU))
 		}
 		bares, loads = append(bares, bare), append(loads, load)
 	}
@@ -171,6 +179,9 @@ func TestOverhead_Interleaved(t *testing.T) {
 	t.Logf("bare+no-op hooks ÷ bare: median %.3f× [%.3f–%.3f]", med(hookRatios), slices.Min(hookRatios), slices.Max(hookRatios))
 	if len(cpuRatios) > 0 {
 		t.Logf("calls per CPU-second, load.Run ÷ bare: median %.3f× [%.3f–%.3f]", med(cpuRatios), slices.Min(cpuRatios), slices.Max(cpuRatios))
+	}
+	if len(hookCPURatios) > 0 {
+		t.Logf("calls per CPU-second, bare+no-op hooks ÷ bare: median %.3f× [%.3f–%.3f]", med(hookCPURatios), slices.Min(hookCPURatios), slices.Max(hookCPURatios))
 	}
 }
 

@@ -10,7 +10,7 @@ import "context"
 // start stamped with its entry time.
 
 func (r *Registry) emitStarted(s *execState) {
-	if s.startedSent || (s.typed == nil && s.hooks == nil) {
+	if s.startedSent || (s.typed == nil && !s.times) {
 		return
 	}
 	r.publishStarted(s, r.now().UnixNano())

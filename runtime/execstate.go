@@ -84,6 +84,10 @@ type execState struct {
 	// were reported (hooks.go).
 	admittedReported    bool
 	dispatchingReported bool
+	// stages and times are s.hooks' (hooks.go): the call reports its
+	// stages; it reads the clock for CallDone's times.
+	stages bool
+	times  bool
 }
 
 // ctx is the execution's ctx: the caller's (or turn's), carrying it.
@@ -103,14 +107,16 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		s.rootID = s.callID
 	}
 	s.typed = r.typedListeners()
-	s.hooks = r.hooks.forCalls()
-	if s.typed != nil || s.hooks != nil {
+	if h := r.hooks.forCalls(); h != nil {
+		s.hooks, s.stages, s.times = h, h.stages, h.times
+	}
+	if s.typed != nil || s.hooks != nil && s.hooks.entry {
 		s.enteredAt = r.now().UnixNano()
 	}
 	if node == nil {
 		s.agent = ""
 	}
-	if s.hooks != nil {
+	if s.hooks != nil && len(s.hooks.callStart) > 0 {
 		ctx = s.hooks.hookStart(ctx, s)
 	}
 	s.ectx = execCarrierCtx{Context: ctx, s: s}
@@ -120,7 +126,7 @@ func (r *Registry) initExec(s *execState, ctx context.Context, node *core.Node, 
 		s.chainTool = td
 		s.finalizer = td.def.FinalizeContent
 	}
-	if s.hooks != nil {
+	if s.stages {
 		s.hookResolved()
 	}
 }

@@ -9,7 +9,11 @@ import (
 // Hooks are optional functions the registry calls at points of its calls',
 // turns' and own lives, in the shape of net/http/httptrace.ClientTrace:
 // every field may be nil, and a registry built without hooks pays nothing
-// for them (a call checks one pointer per point). They are the one seam
+// for them (a call checks one pointer per point). A call pays only for
+// the fields set: it builds a CallStage only when CallStage is set, and
+// reads the registry's clock only for a time a set hook is given (its
+// entry for CallStart's CallInfo.At; entry, admission and dispatch end for
+// CallFinished's and CallEnd's CallDone). They are the one seam
 // every observer hangs off: the typed events (Event), OpenTelemetry spans
 // and metrics (package otelscope), protobuf events (package actors).
 //
@@ -299,6 +303,14 @@ type hookSet struct {
 	callRefused  []func(Code)
 	turnStart    []func(context.Context, TurnInfo) context.Context
 	turnEnd      []func(context.Context, TurnInfo, error)
+
+	// stages: CallStage is set (execState.stages: a call reports its
+	// stages). times: CallFinished or CallEnd is set, whose CallDone
+	// carries the call's entry, admission and dispatch-end times
+	// (execState.times). entry: a call's entry time is seen (CallStart's
+	// CallInfo.At, or times). A call reads the clock only for a time some
+	// set hook or typed subscriber is given.
+	stages, times, entry bool
 }
 
 // installHooks builds r.hooks from the configured hooks (nil when no field
@@ -321,6 +333,9 @@ func (r *Registry) installHooks() {
 		r.subs.Store(&subs)
 	}
 	h.calls = len(h.callStart)+len(h.callStage)+len(h.callFinished)+len(h.callEnd) > 0
+	h.stages = len(h.callStage) > 0
+	h.times = len(h.callFinished)+len(h.callEnd) > 0
+	h.entry = h.times || len(h.callStart) > 0
 	if len(h.opened)+len(h.closed)+len(h.callStart)+len(h.callStage)+len(h.callFinished)+len(h.callEnd)+
 		len(h.callAborted)+len(h.callRefused)+len(h.turnStart)+len(h.turnEnd) > 0 {
 		r.hooks = h
@@ -493,7 +508,8 @@ func (h *hookSet) stageOne(f func(Execution, CallStage), ex Execution, st CallSt
 }
 
 // The stage points of execute.go and turn.go: each is called behind one
-// nil check of s.hooks (the call's hooks, taken at entry).
+// check of s.stages (the call has CallStage hooks, taken at entry): a call
+// whose hooks have no CallStage builds no CallStage.
 
 // hookResolved reports what entry resolved (the tool's description).
 func (s *execState) hookResolved() {

@@ -255,3 +255,39 @@ func BenchmarkHotPath_ContendedMixed(b *testing.B) {
 		}
 	})
 }
+
+// noopCollectorHooks are no-op functions at the points the load tool's
+// collector hangs off (CallFinished, CallAborted, TurnStart): what merely
+// setting them costs a call.
+func noopCollectorHooks() runtime.Option {
+	return runtime.WithHooks(runtime.Hooks{
+		CallFinished: func(runtime.Execution, runtime.CallDone) {},
+		CallAborted:  func(context.Context, runtime.CallInfo) {},
+		TurnStart:    func(ctx context.Context, _ runtime.TurnInfo) context.Context { return ctx },
+	})
+}
+
+func benchTurnHooks(b *testing.B, n int, opts ...runtime.Option) {
+	reg, _ := runtime.New(append([]runtime.Option{runtime.WithEvents(false)}, opts...)...)
+	defer reg.Close(context.Background())
+	reg.Global().Register(trivialDef("t"))
+	s, _ := reg.NewScope("a")
+	ctx := context.Background()
+	calls := make([]runtime.TurnCall, n)
+	for i := range calls {
+		calls[i] = runtime.TurnCall{ID: "c", Name: "t", ArgumentsText: `{}`}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.ExecuteTurn(ctx, calls, runtime.WithMaxParallel(n))
+	}
+}
+
+// BenchmarkHotPath_Turn16Hooks is Turn16 with no-op hooks at the load
+// collector's points (CallFinished, CallAborted, TurnStart); Turn4Hooks
+// and Turn4 the same with 4-call turns.
+func BenchmarkHotPath_Turn16Hooks(b *testing.B) { benchTurnHooks(b, 16, noopCollectorHooks()) }
+
+func BenchmarkHotPath_Turn4Hooks(b *testing.B) { benchTurnHooks(b, 4, noopCollectorHooks()) }
+
+func BenchmarkHotPath_Turn4(b *testing.B) { benchTurnHooks(b, 4) }

@@ -27,7 +27,7 @@ func (r *Registry) pipeline(s *execState, g admitter) *Result {
 	if res == nil {
 		var final bool
 		res, final = r.dispatch(s, h, g) // admission, around hooks, base, R65
-		if s.hooks != nil {
+		if s.stages {
 			s.hookDispatched(len(h.around))
 		}
 		if !final {
@@ -52,11 +52,11 @@ func (r *Registry) preDispatch(s *execState, h hookLists) (res *Result, post boo
 	if s.ctx().Err() != nil {
 		return abortedBeforeDispatch(), false // R79
 	}
-	if s.hooks != nil {
+	if s.stages {
 		s.hookPreDispatch()
 	}
 	dec, err := runPre(Execution{s}, h.pre) // R52
-	if s.hooks != nil {
+	if s.stages {
 		s.hookPre(len(h.pre), dec, err)
 	}
 	if err != nil {
@@ -66,7 +66,7 @@ func (r *Registry) preDispatch(s *execState, h hookLists) (res *Result, post boo
 		return res, post // denied (R57), or asked and not approved (R55)
 	}
 	reason, denied, err := r.evalGuards(s) // R37–R40
-	if s.hooks != nil {
+	if s.stages {
 		s.hookGuards(denied)
 	}
 	if err != nil {
@@ -91,7 +91,7 @@ func (r *Registry) decide(s *execState, dec Decision) (res *Result, post bool) {
 		return s.deny(dec.Reason), true
 	case DecisionAsk:
 		res, post = r.approve(s, dec)
-		if s.hooks != nil {
+		if s.stages {
 			s.hookApproval()
 		}
 		return res, post
@@ -224,7 +224,7 @@ func (r *Registry) dispatch(s *execState, h hookLists, g admitter) (res *Result,
 		}
 		defer r.releaseAdmission(s)
 	}
-	if s.hooks != nil {
+	if s.stages {
 		s.hookDispatching()
 	}
 	r.emitStarted(s)
@@ -286,11 +286,11 @@ func (r *Registry) recheck(s *execState, res *Result) *Result {
 // postAndRecheck is post-execute (R67–R71) and the cancellation check after
 // it (R80).
 func (r *Registry) postAndRecheck(s *execState, h hookLists, res *Result) *Result {
-	if s.hooks != nil {
+	if s.stages {
 		s.hookPostStart()
 	}
 	res = r.postExecute(s, h.post, res)
-	if s.hooks != nil {
+	if s.stages {
 		s.hookPost(len(h.post))
 	}
 	return r.recheck(s, res)
@@ -326,9 +326,11 @@ func (r *Registry) finish(s *execState, res *Result, h hookLists) *Result {
 	}
 	res.stamp = nil
 	r.emitFinished(s, res)
-	if s.hooks != nil {
+	if s.times {
 		s.hookFinished(res, len(h.result))
-		defer s.hookEnd(res, len(h.result)) // after the observers: CallEnd covers the whole call
+		if len(s.hooks.callEnd) > 0 {
+			defer s.hookEnd(res, len(h.result)) // after the observers: CallEnd covers the whole call
+		}
 	}
 	r.observe(s, h.result, res)
 	return res

@@ -206,7 +206,7 @@ func (tc *turnCall) dispatchAndReport() {
 	}
 	if res == nil {
 		res, final = r.dispatch(tc.s, tc.h, nil)
-		if tc.s.hooks != nil {
+		if tc.s.stages {
 			tc.s.hookDispatched(len(tc.h.around))
 		}
 		r.releaseAdmission(tc.s)
@@ -660,7 +660,7 @@ func (g *turnAdmitter) admit(s *execState, sh *scopeState) *Result {
 	} else {
 		res = g.reg.acquire(s, sh, s.mode == Parallel)
 	}
-	if res == nil && s.hooks != nil {
+	if res == nil && s.stages {
 		s.hookAdmitted()
 	}
 	return res
