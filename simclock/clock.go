@@ -27,6 +27,7 @@ type Clock struct {
 	strong   int                           // of them not weak (AfterFuncWeak)
 	seq      uint64                        // orders timers with the same deadline
 	sleepers map[<-chan struct{}]*ctxGroup // tasks asleep whose ctx can end, by the ctx's Done
+	groups   []*ctxGroup                   // the same groups, for a check to go through quickly
 	ready    readyHeap                     // sleepers whose ended ctx a check found, by the order they slept
 	check    bool                          // a timer's function ran: check the sleepers' ctxs before the next move
 	moves    atomic.Uint64                 // every change of holds or time (Activity)
@@ -128,8 +129,9 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if done := ctx.Done(); done != nil {
 		g := c.sleepers[done]
 		if g == nil {
-			g = &ctxGroup{ctx: ctx, done: done, ws: map[*waiter]bool{}}
+			g = &ctxGroup{ctx: ctx, done: done, ws: map[*waiter]bool{}, gi: len(c.groups)}
 			c.sleepers[done] = g
+			c.groups = append(c.groups, g)
 		}
 		g.ws[w] = true
 		w.g = g
@@ -260,6 +262,7 @@ type ctxGroup struct {
 	ctx  context.Context
 	done <-chan struct{}
 	ws   map[*waiter]bool
+	gi   int // index in Clock.groups
 }
 
 func (c *Clock) unsleepLocked(w *waiter) {
@@ -267,6 +270,10 @@ func (c *Clock) unsleepLocked(w *waiter) {
 		delete(g.ws, w)
 		if len(g.ws) == 0 {
 			delete(c.sleepers, g.done)
+			last := c.groups[len(c.groups)-1]
+			c.groups[g.gi], last.gi = last, g.gi
+			c.groups[len(c.groups)-1] = nil
+			c.groups = c.groups[:len(c.groups)-1]
 		}
 		w.g = nil
 	}
@@ -389,7 +396,7 @@ func (c *Clock) releaseTimerFunc(weak bool) {
 // ended and that is not on it yet: one look at each distinct ctx, one at
 // each sleeper of an ended one.
 func (c *Clock) checkEndedLocked() {
-	for _, g := range c.sleepers {
+	for _, g := range c.groups {
 		c.examined++
 		if g.ctx.Err() == nil {
 			continue
