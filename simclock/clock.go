@@ -27,8 +27,12 @@ type Clock struct {
 	strong   int                           // of them not weak (AfterFuncWeak)
 	seq      uint64                        // orders timers with the same deadline
 	sleepers map[<-chan struct{}]*ctxGroup // tasks asleep whose ctx can end, by the ctx's Done
+	groups   []*ctxGroup                   // the same groups, for a check to go through quickly
+	ready    readyHeap                     // sleepers whose ended ctx a check found, by the order they slept
+	check    bool                          // a timer's function ran: check the sleepers' ctxs before the next move
 	moves    atomic.Uint64                 // every change of holds or time (Activity)
 	asleep   int                           // tasks in Sleep
+	examined uint64                        // ctxs and sleepers a check looked at (the cost of a move; tests read it)
 }
 
 // New returns a clock reading Epoch, with no task.
@@ -97,13 +101,17 @@ func (c *Clock) Go(f func()) {
 //
 // A wake-up by the clock hands the hold over before the sleeper runs, so
 // the clock cannot move between the deadline and the sleeper's next step.
-// A ctx ended by a task (a timer's function, say) is noticed before the
-// clock moves again, and the sleeper is woken with a hold the same way.
+// A ctx ended by a timer's function (AfterFunc) is noticed before the
+// clock moves again, and the sleeper is woken with a hold the same way; a
+// ctx ended otherwise wakes the sleeper when its goroutine sees it, which
+// may be after the clock moved (see the package doc: Cancels). Either
+// way the sleeper is woken once, and returns nil only if its deadline
+// came first.
 func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	w := &waiter{ch: make(chan struct{})}
+	w := &waiter{ch: make(chan struct{}), ri: -1}
 	c.mu.Lock()
 	if c.holds <= 0 {
 		c.mu.Unlock()
@@ -121,8 +129,9 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 	if done := ctx.Done(); done != nil {
 		g := c.sleepers[done]
 		if g == nil {
-			g = &ctxGroup{ctx: ctx, done: done, ws: map[*waiter]bool{}}
+			g = &ctxGroup{ctx: ctx, done: done, ws: map[*waiter]bool{}, gi: len(c.groups)}
 			c.sleepers[done] = g
+			c.groups = append(c.groups, g)
 		}
 		g.ws[w] = true
 		w.g = g
@@ -139,6 +148,7 @@ func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
 			if w.t != nil {
 				c.removeTimerLocked(w.t)
 			}
+			c.unreadyLocked(w)
 			c.unsleepLocked(w)
 			c.asleep--
 			c.holds++
@@ -159,6 +169,9 @@ const Forever = time.Duration(1<<63 - 1)
 // passed (d ≤ 0: when no task runs, at the current time). stop cancels f
 // if it has not started and reports whether it did. With runtime.Clock's
 // shape: a registry given this clock arms its declared timeouts here.
+// Once f returns, the clock looks at its sleepers' ctxs before it moves
+// again, so a ctx f cancelled wakes its sleepers at f's instant (not so
+// for AfterFuncWeak's observers: see the package doc, Cancels).
 func (c *Clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
 	return c.afterFunc(d, f, false)
 }
@@ -249,6 +262,7 @@ type ctxGroup struct {
 	ctx  context.Context
 	done <-chan struct{}
 	ws   map[*waiter]bool
+	gi   int // index in Clock.groups
 }
 
 func (c *Clock) unsleepLocked(w *waiter) {
@@ -256,6 +270,10 @@ func (c *Clock) unsleepLocked(w *waiter) {
 		delete(g.ws, w)
 		if len(g.ws) == 0 {
 			delete(c.sleepers, g.done)
+			last := c.groups[len(c.groups)-1]
+			c.groups[g.gi], last.gi = last, g.gi
+			c.groups[len(c.groups)-1] = nil
+			c.groups = c.groups[:len(c.groups)-1]
 		}
 		w.g = nil
 	}
@@ -267,6 +285,7 @@ type waiter struct {
 	g     *ctxGroup // nil: its ctx cannot end
 	t     *timer
 	seq   uint64 // order of Sleep calls: sleepers whose ctx ended wake in it
+	ri    int    // index in the ready heap; -1 when not on it
 	woken bool   // the hold is handed back (by the clock or by the waiter itself)
 	byCtx bool   // woken because ctx ended
 }
@@ -329,19 +348,12 @@ func (c *Clock) releaseLocked() {
 // way it hands a hold to what it wakes, so the clock stays put until that
 // task is blocked again.
 func (c *Clock) advanceLocked() {
-	var first *waiter // the earliest-set sleeper whose ctx ended
-	for _, g := range c.sleepers {
-		if g.ctx.Err() == nil {
-			continue
-		}
-		for w := range g.ws {
-			if first == nil || w.seq < first.seq {
-				first = w
-			}
-		}
+	if c.check {
+		c.check = false
+		c.checkEndedLocked()
 	}
-	if first != nil {
-		c.wakeLocked(first, true)
+	if len(c.ready) > 0 { // the earliest-set sleeper whose ctx ended
+		c.wakeLocked(c.ready[0], true)
 		return
 	}
 	if c.strong == 0 { // nothing but weak deadlines (or none): stay
@@ -360,17 +372,55 @@ func (c *Clock) advanceLocked() {
 	}
 	c.holds++
 	c.moves.Add(1)
-	f := t.f
+	f, weak := t.f, t.weak
 	go func() {
-		defer c.release()
+		defer c.releaseTimerFunc(weak)
 		f()
 	}()
+}
+
+// releaseTimerFunc gives up the hold of a timer's function that returned:
+// what a strong one ran may have ended sleepers' ctxs (a declared timeout,
+// a run's end), so the clock checks them before it moves again. A weak
+// one is an observer's, which ends nothing the simulation waits for.
+func (c *Clock) releaseTimerFunc(weak bool) {
+	c.mu.Lock()
+	if !weak {
+		c.check = true
+	}
+	c.releaseLocked()
+	c.mu.Unlock()
+}
+
+// checkEndedLocked puts on the ready heap every sleeper whose ctx has
+// ended and that is not on it yet: one look at each distinct ctx, one at
+// each sleeper of an ended one.
+func (c *Clock) checkEndedLocked() {
+	for _, g := range c.groups {
+		c.examined++
+		if g.ctx.Err() == nil {
+			continue
+		}
+		for w := range g.ws {
+			c.examined++
+			if w.ri < 0 {
+				heap.Push(&c.ready, w)
+			}
+		}
+	}
+}
+
+func (c *Clock) unreadyLocked(w *waiter) {
+	if w.ri >= 0 {
+		heap.Remove(&c.ready, w.ri)
+	}
 }
 
 func (c *Clock) wakeLocked(w *waiter, byCtx bool) {
 	if w.t != nil && byCtx {
 		c.removeTimerLocked(w.t)
 	}
+	c.unreadyLocked(w)
 	c.unsleepLocked(w)
 	c.asleep--
 	w.woken, w.byCtx = true, byCtx
@@ -402,4 +452,24 @@ func (h *timerHeap) Pop() any {
 	*h = old[:len(old)-1]
 	t.index = -1
 	return t
+}
+
+// readyHeap orders sleepers whose ctx ended by the order they fell asleep.
+type readyHeap []*waiter
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].ri = i; h[j].ri = j }
+func (h *readyHeap) Push(x any) {
+	w := x.(*waiter)
+	w.ri = len(*h)
+	*h = append(*h, w)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	w.ri = -1
+	return w
 }

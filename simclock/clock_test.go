@@ -199,9 +199,11 @@ func TestClock_SleepByANonTaskPanics(t *testing.T) {
 
 // TestClock_Checker: random tasks sleep, work, spawn tasks, arm and stop
 // timers and cancel each other's ctx; every sleep lasts exactly its
-// duration on the clock or ends at the instant its ctx was cancelled,
-// every timer fires at its deadline or not at all after Stop, and
-// everything ends (no stall).
+// duration on the clock or ends at the instant its ctx was cancelled by a
+// timer's function (package doc: Cancels) — a cancel made directly by a
+// task ends it with the ctx's error at that instant or later, never past
+// its deadline, or leaves it to its deadline — every timer fires at its
+// deadline or not at all after Stop, and everything ends (no stall).
 func TestClock_Checker(t *testing.T) {
 	for seed := range uint64(4) {
 		c := simclock.New()
@@ -215,7 +217,7 @@ func TestClock_Checker(t *testing.T) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(rs, 2))
 			for range 20 {
-				switch r.IntN(5) {
+				switch r.IntN(6) {
 				case 0, 1:
 					d := time.Duration(r.IntN(1000)) * time.Millisecond
 					before := c.Now()
@@ -237,6 +239,38 @@ func TestClock_Checker(t *testing.T) {
 					stop := c.AfterFunc(time.Duration(r.IntN(100))*time.Millisecond, func() {})
 					if r.IntN(2) == 0 {
 						stop()
+					}
+				case 5: // cancel a child task's ctx, directly or from a timer's function
+					ctx, cancel := context.WithCancel(context.Background())
+					d0 := time.Duration(1+r.IntN(300)) * time.Millisecond
+					d1 := time.Duration(1+r.IntN(600)) * time.Millisecond
+					if d1 == d0 {
+						d1++
+					}
+					viaTimer := r.IntN(2) == 0
+					start := c.Now()
+					wg.Add(1)
+					c.Go(func() {
+						defer wg.Done()
+						err := c.Sleep(ctx, d1)
+						woke := c.Since(start)
+						switch {
+						case err == nil && woke != d1:
+							fail("a sleep of " + d1.String() + " woke after " + woke.String())
+						case err == nil && viaTimer && d0 < d1:
+							fail("a sleep cancelled by a timer's function at " + d0.String() + " ran to its deadline " + d1.String())
+						case err != nil && (err != context.Canceled || woke < d0 || woke > d1):
+							fail("a sleep of " + d1.String() + " cancelled at " + d0.String() + " woke after " + woke.String() + " with " + err.Error())
+						case err != nil && viaTimer && woke != d0:
+							fail("a sleep cancelled by a timer's function at " + d0.String() + " woke after " + woke.String())
+						}
+						cancel()
+					})
+					_ = c.Sleep(context.Background(), d0)
+					if viaTimer {
+						c.AfterFunc(0, cancel)
+					} else {
+						cancel()
 					}
 				case 4:
 					x := 0

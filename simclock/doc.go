@@ -45,8 +45,10 @@
 // no Hold is held). It then does exactly one thing, and hands a hold to
 // what it wakes, so it stays put until that is blocked again:
 //
-//  1. it wakes the sleeper, if any, whose ctx has ended (the earliest-set
-//     first) — so a ctx a task cancelled is seen before time moves;
+//  1. it wakes the sleeper, if any, whose ctx it found ended (the
+//     earliest-set first) — it looks after a timer's function ran (see
+//     Cancels below), so a ctx such a function cancelled is seen before
+//     time moves;
 //  2. otherwise it jumps to the earliest deadline and wakes that one
 //     sleeper or starts that one AfterFunc function — as long as some
 //     deadline is strong: a weak one (AfterFuncWeak, an observer's) is
@@ -61,9 +63,27 @@
 // deterministic when the tasks that set them ran one after another, and
 // follows the race between them when they ran at once.
 //
-// Cost: a move checks the ctx of every sleeper whose ctx can end, once per
-// distinct ctx (sleepers on one ctx cost one check); Sleep and AfterFunc
-// are a heap push each.
+// # Cancels
+//
+// A ctx tells nobody synchronously that it ended: a check means looking
+// at it. The clock looks at its sleepers' ctxs (each distinct ctx once)
+// before the first move after a timer's function (AfterFunc; not an
+// observer's, AfterFuncWeak) returned, which is how a simulation's
+// cancels are usually made: a registry's declared timeout, a run's end at
+// its duration. Such a cancel is seen at the instant it happens, before
+// time moves. A ctx ended any other way — by a task that runs on, by an
+// observer, or from outside the clock (Ctrl-C, a wall-clock deadline) —
+// is seen by its sleeper, which wakes itself, taking a hold, once its
+// goroutine runs: with the ctx's error, never after its own deadline, but
+// possibly after the clock moved on. A task whose cancel must be seen at
+// the instant it makes it cancels from a timer's function:
+// AfterFunc(0, cancel).
+//
+// Cost: a move is a heap operation (O(log n) in the pending deadlines and
+// sleepers whose ctx was found ended); Sleep and AfterFunc are a heap push
+// each. The look at the sleepers' ctxs after a timer's function costs one
+// check per distinct ctx asleep (sleepers on one ctx cost one check): a
+// simulation pays it once per timer's function that ran, not per move.
 //
 // Watch is a watchdog: it reports a clock that stood still for a while of
 // wall time, which, while the simulation should be running, means work

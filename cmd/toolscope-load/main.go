@@ -21,6 +21,10 @@
 // place an agent saw a different result (a -scenario, or a -virtual the
 // log disagrees with, is refused with it rather than ignored).
 //
+// Ctrl-C (or SIGTERM) stops the run and writes the report of what ran; a
+// second one while it shuts down exits at once, status 130, without the
+// report (package internal/interrupt).
+//
 // Exit status: 0 after a run (interrupted or not), 1 when the run could not
 // start, the report could not be written or the -record log could not be
 // (the report is still written), 2 for bad flags (an -out, -html or -record
@@ -38,21 +42,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/toolscope/toolscope/internal/interrupt"
 	"github.com/toolscope/toolscope/load"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(interrupt.Run("toolscope-load", os.Stderr, os.Exit, func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}))
 }
 
 // run is the command without the process: args without the program name.

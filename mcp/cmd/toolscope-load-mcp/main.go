@@ -40,15 +40,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolscope/toolscope/internal/interrupt"
 	"github.com/toolscope/toolscope/load"
 	"github.com/toolscope/toolscope/mcp"
 	"github.com/toolscope/toolscope/runtime"
@@ -71,10 +70,9 @@ var demoArgs = map[string]string{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(interrupt.Run("toolscope-load-mcp", os.Stderr, os.Exit, func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}))
 }
 
 // pairs is a repeated NAME=VALUE flag.
