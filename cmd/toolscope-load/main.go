@@ -23,7 +23,7 @@
 //
 // Ctrl-C (or SIGTERM) stops the run and writes the report of what ran; a
 // second one while it shuts down exits at once, status 130, without the
-// report (package internal/interrupt).
+// report (load.RunInterruptible).
 //
 // Exit status: 0 after a run (interrupted or not), 1 when the run could not
 // start, the report could not be written or the -record log could not be
@@ -47,12 +47,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolscope/toolscope/internal/interrupt"
 	"github.com/toolscope/toolscope/load"
 )
 
 func main() {
-	os.Exit(interrupt.Run("toolscope-load", os.Stderr, os.Exit, func(ctx context.Context) int {
+	os.Exit(load.RunInterruptible("toolscope-load", os.Stderr, os.Exit, func(ctx context.Context) int {
 		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}))
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolscope/toolscope/internal/interrupt"
 	"github.com/toolscope/toolscope/load"
 )
 
@@ -27,7 +26,7 @@ func TestLoadCommand_InterruptChild(t *testing.T) {
 		t.Skip("the child process of the interrupt tests")
 	}
 	if os.Getenv("TOOLSCOPE_LOAD_CHILD_HANG") != "" {
-		os.Exit(interrupt.Run("toolscope-load", os.Stderr, os.Exit, func(ctx context.Context) int {
+		os.Exit(load.RunInterruptible("toolscope-load", os.Stderr, os.Exit, func(ctx context.Context) int {
 			os.Stderr.WriteString("child: running\n")
 			<-ctx.Done()
 			time.Sleep(time.Hour) // a shutdown that does not end
@@ -155,7 +154,7 @@ func TestLoadCommand_SecondInterruptExitsAtOnce(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	waitLine(t, lines, all, "interrupted: stopping")
 	_ = cmd.Process.Signal(syscall.SIGINT)
-	if code := exitCode(t, cmd, lines, all); code != interrupt.ExitCode {
+	if code := exitCode(t, cmd, lines, all); code != load.InterruptExitCode {
 		t.Fatalf("exit %d after a second interrupt, want 130; stderr:\n%s", code, all)
 	}
 	if !strings.Contains(all.String(), "interrupted again: exiting at once; the report was not written") {

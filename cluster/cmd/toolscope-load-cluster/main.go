@@ -44,12 +44,11 @@ import (
 
 	"github.com/toolscope/toolscope/cluster"
 	"github.com/toolscope/toolscope/cluster/loadtarget"
-	"github.com/toolscope/toolscope/internal/interrupt"
 	"github.com/toolscope/toolscope/load"
 )
 
 func main() {
-	os.Exit(interrupt.Run("toolscope-load-cluster", os.Stderr, os.Exit, func(ctx context.Context) int {
+	os.Exit(load.RunInterruptible("toolscope-load-cluster", os.Stderr, os.Exit, func(ctx context.Context) int {
 		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}))
 }

@@ -47,7 +47,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolscope/toolscope/internal/interrupt"
 	"github.com/toolscope/toolscope/load"
 	"github.com/toolscope/toolscope/mcp"
 	"github.com/toolscope/toolscope/runtime"
@@ -70,7 +69,7 @@ var demoArgs = map[string]string{
 }
 
 func main() {
-	os.Exit(interrupt.Run("toolscope-load-mcp", os.Stderr, os.Exit, func(ctx context.Context) int {
+	os.Exit(load.RunInterruptible("toolscope-load-mcp", os.Stderr, os.Exit, func(ctx context.Context) int {
 		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}))
 }

@@ -1,4 +1,4 @@
-package interrupt_test
+package load_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/toolscope/toolscope/internal/interrupt"
+	"github.com/toolscope/toolscope/load"
 )
 
 // Without an interrupt, Run returns f's status with f's ctx live while f
@@ -15,10 +15,10 @@ import (
 // interrupts themselves are sent to a real process by cmd/toolscope-load's
 // TestLoadCommand_FirstInterruptStopsWithTheReport and
 // TestLoadCommand_SecondInterruptExitsAtOnce.)
-func TestRun_WithoutInterruptReturnsFsStatus(t *testing.T) {
+func TestRunInterruptible_WithoutInterruptReturnsFsStatus(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var stderr bytes.Buffer
-	code := interrupt.Run("cmd", &stderr, func(c int) { t.Errorf("exit(%d) without an interrupt", c) }, func(ctx context.Context) int {
+	code := load.RunInterruptible("cmd", &stderr, func(c int) { t.Errorf("exit(%d) without an interrupt", c) }, func(ctx context.Context) int {
 		if ctx.Err() != nil {
 			t.Error("f's ctx ended without an interrupt")
 		}
