@@ -35,3 +35,27 @@ func TestAttack_YAML_CollectionTagsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestAttack_YAML_FlowMappingErrorsNameTheYAMLProblem: a document that
+// starts with '{' and is not JSON is read as a YAML flow mapping; when the
+// YAML reader refused it too (an anchor, a tag, too deep), Parse reported
+// only the JSON decoder's complaint ("invalid character 'n' looking for
+// beginning of object key string"), which names nothing the author wrote
+// wrong. Now the error gives both readings.
+func TestAttack_YAML_FlowMappingErrorsNameTheYAMLProblem(t *testing.T) {
+	flow := "{name: f, agents: {count: 1}, tools: [{name: t, mode: parallel, latency: {kind: constant}}], turns: {perAgent: 1, callsPerTurn: {min: 1, max: 1}}, load: {model: closed}}"
+	for _, c := range []struct{ name, doc, want string }{
+		{"anchor", strings.Replace(flow, "name: f", "name: &n f", 1), "anchors and aliases are not allowed"},
+		{"tag", strings.Replace(flow, "name: f", "name: !x f", 1), "the tag !x"},
+		{"too deep", strings.Repeat("{a: ", 100) + "1" + strings.Repeat("}", 100), "nested too deep"},
+		{"bad JSON keeps its JSON error", `{"name": "x"`, "not a JSON document"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.doc))
+			var se *ScenarioError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want %q", err, c.want)
+			}
+		})
+	}
+}
