@@ -59,3 +59,26 @@ func TestAttack_YAML_FlowMappingErrorsNameTheYAMLProblem(t *testing.T) {
 		})
 	}
 }
+
+// TestAttack_YAML_FloatsStayFloats: JSON refuses 3.0 or 1e1 where an
+// integer is wanted ("want an integer"), but YAML's 3.0 and 1e1 were
+// re-encoded as the JSON numbers 3 and 10 and accepted: the same scenario
+// meant different things in its two forms. A YAML float now stays a
+// float in the JSON it stands for (its text when that is a JSON number).
+func TestAttack_YAML_FloatsStayFloats(t *testing.T) {
+	for _, v := range []string{"3.0", "1e1", "3.", "+3.0", "!!float 3"} {
+		doc := strings.Replace(baseYAML, "perAgent: 0x3", "perAgent: "+v, 1)
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "$.turns.perAgent: want an integer") {
+			t.Errorf("perAgent: %s: err %v, want an integer refused as JSON refuses it", v, err)
+		}
+	}
+	// A float where a number is wanted still reads as that number.
+	for _, v := range []string{"0.5", ".5", "5e-1", "+0.5"} {
+		doc := strings.Replace(baseYAML, "failureRate: 0.1", "failureRate: "+v, 1)
+		sc, err := Parse([]byte(doc))
+		if err != nil || sc.Tools[1].FailureRate != 0.5 {
+			t.Errorf("failureRate: %s: %v", v, err)
+		}
+	}
+}

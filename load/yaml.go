@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -137,9 +138,25 @@ func yamlValue(n *yaml.Node, depth int) (any, error) {
 			if math.IsInf(f, 0) || math.IsNaN(f) {
 				return nil, at("%s is not a JSON number", n.Value)
 			}
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+			return json.Number(floatText(n.Value, f)), nil
 		}
 		return nil, at("the tag %s is not allowed", n.Tag)
 	}
 	return nil, at("unsupported YAML node")
+}
+
+// floatText is the JSON text of the YAML float written text (value f): the
+// text itself when it is a JSON number, else f formatted, still with a
+// point or an exponent, so that a float stays a float (JSON refuses 3.0
+// where an integer is wanted, and so must the YAML scenario's 3.0, +3. or
+// !!float 3).
+func floatText(text string, f float64) string {
+	if text != "" && (text[0] == '-' || text[0] >= '0' && text[0] <= '9') && strings.ContainsAny(text, ".eE") && json.Valid([]byte(text)) {
+		return text
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
 }
