@@ -1,7 +1,9 @@
 package load
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -81,4 +83,39 @@ func TestAttack_YAML_FloatsStayFloats(t *testing.T) {
 			t.Errorf("failureRate: %s: %v", v, err)
 		}
 	}
+}
+
+// FuzzYAMLToJSON: JSON is (nearly) YAML, so a JSON document read by the
+// YAML path must stand for the same JSON value, or be refused with an
+// error; and whatever the YAML path accepts is one valid JSON document.
+func FuzzYAMLToJSON(f *testing.F) {
+	f.Add([]byte(base))
+	f.Add([]byte(baseYAML))
+	f.Add([]byte(`{"a": [1, 2.0, -3e2, true, null, "x\u00e9\n"], "b": {}}`))
+	f.Add([]byte("a: !!set {x}\n"))
+	f.Add([]byte("{a: &x 1}"))
+	f.Add([]byte("a: [3., +1.5, .5, !!float 2]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<16 {
+			return
+		}
+		j, err := yamlToJSON(data)
+		if err != nil {
+			return
+		}
+		if !json.Valid(j) {
+			t.Fatalf("not JSON: %s", j)
+		}
+		var fromJSON any
+		if json.Unmarshal(data, &fromJSON) != nil {
+			return
+		}
+		var fromYAML any
+		if err := json.Unmarshal(j, &fromYAML); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fromJSON, fromYAML) {
+			t.Fatalf("JSON %q reads as %s through YAML", data, j)
+		}
+	})
 }
