@@ -127,9 +127,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	var c *conn
 	if *peers != "" {
-		c, err = join(*name, strings.Split(*peers, ","))
+		c, err = join(ctx, *name, strings.Split(*peers, ","))
 	} else {
-		c, err = startLocal(*members, *lease)
+		c, err = startLocal(ctx, *members, *lease)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "toolscope-load-cluster:", err)
