@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +88,27 @@ func (c *conn) startClient(ctx context.Context, name string, hosts []string, wan
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// peerList splits -peers into its host:port endpoints, each trimmed of
+// spaces ("h1:1, h2:2" is two endpoints); an empty one, or one that is not
+// a host:port or has a space inside, is refused, naming it.
+func peerList(s string) ([]string, error) {
+	var hosts []string
+	for i, h := range strings.Split(s, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			return nil, fmt.Errorf("-peers: endpoint %d of %q is empty", i+1, s)
+		}
+		if strings.ContainsAny(h, " \t") {
+			return nil, fmt.Errorf("-peers: %q has a space inside", h)
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			return nil, fmt.Errorf("-peers: %q is not a host:port: %v", h, err)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
 }
 
 // join joins a running cluster as a client-only member.
