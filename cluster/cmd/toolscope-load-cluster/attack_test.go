@@ -8,10 +8,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolscope/toolscope/load"
 )
 
 // TestAttack_Peers_InterruptWhileJoining: -peers pointing at nothing makes
@@ -46,5 +52,81 @@ func TestAttack_Peers_InterruptWhileJoining(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second): // joinWait is 60 s: only an ignored ctx gets here
 		failHung(t, "run did not return after its ctx ended while joining")
+	}
+}
+
+// signalWriter collects what is written and closes first once a write
+// contains want.
+type signalWriter struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	want  string
+	first chan struct{}
+	once  sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if strings.Contains(string(p), w.want) {
+		w.once.Do(func() { close(w.first) })
+	}
+	return w.b.Write(p)
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestAttack_Run_InterruptMidRunWritesTheReport: Ctrl-C in the middle of a
+// run against an in-process member stops it, and the report of what ran
+// is still written (stopped: interrupted, fewer turns done than planned,
+// every turn started answered), with exit 0.
+func TestAttack_Run_InterruptMidRunWritesTheReport(t *testing.T) {
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "long.json")
+	long := `{"name": "long", "agents": {"count": 2},
+	  "tools": [{"name": "wait", "mode": "parallel", "latency": {"kind": "constant", "value": "20ms"}}],
+	  "turns": {"perAgent": 1000, "callsPerTurn": {"min": 1, "max": 2}}, "load": {"model": "closed"}}`
+	if err := os.WriteFile(sc, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &signalWriter{want: "in flight)", first: make(chan struct{})} // the first progress line
+	done := make(chan int, 1)
+	go func() {
+		var stdout bytes.Buffer
+		done <- run(ctx, []string{"-scenario", sc, "-members", "1", "-out", out, "-html", "", "-progress", "100ms", "-lease", "2s"}, &stdout, stderr)
+	}()
+	select {
+	case <-stderr.first:
+	case code := <-done:
+		t.Fatalf("the run ended (exit %d) before any progress:\n%s", code, stderr)
+	case <-time.After(60 * time.Second):
+		failHung(t, "no progress from the run")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d after Ctrl-C:\n%s", code, stderr)
+		}
+	case <-time.After(60 * time.Second):
+		failHung(t, "run did not return after Ctrl-C")
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no report after Ctrl-C: %v", err)
+	}
+	var rep load.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Stopped != load.StoppedInterrupted || rep.TurnsDone >= rep.TurnsPlanned || rep.TurnsDone != rep.TurnsStarted {
+		t.Fatalf("report: stopped %q, turns %d done, %d started, %d planned", rep.Stopped, rep.TurnsDone, rep.TurnsStarted, rep.TurnsPlanned)
 	}
 }
