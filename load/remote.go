@@ -180,10 +180,34 @@ func buildRemoteForest(ctx context.Context, rm Remote, sc *Scenario) ([]*agent, 
 // remoteTurn runs a turn of a remote agent and files each result as a
 // call the client saw end when the turn's reply came.
 // No hook touches acc (nothing of the run is in process).
+//
+// A reply that breaks RemoteAgent's contract — no error, but not one
+// non-nil result per call — is the turn's error (a remote of another
+// version, a confused member): its results are kept up to the first
+// missing or nil one, so each call is answered once, by a result or by the
+// turn's error, and nothing the remote sent can crash the run.
 func remoteTurn(ctx context.Context, a *agent, acc *turnAcc, id string, calls []runtime.TurnCall) (*runtime.TurnResult, error) {
 	t0 := time.Now() // a Remote runs on the wall clock
 	res, err := a.remote.ExecuteTurn(ctx, id, calls)
 	lat := time.Since(t0)
+	if res != nil {
+		for i, r := range res.Results {
+			if r == nil {
+				res.Results = res.Results[:i]
+				if err == nil {
+					err = fmt.Errorf("load: remote turn %s: no result for call %d of %d (nil)", id, i, len(calls))
+				}
+				break
+			}
+		}
+	}
+	if err == nil && (res == nil || len(res.Results) != len(calls)) {
+		var n int
+		if res != nil {
+			n = len(res.Results)
+		}
+		err = fmt.Errorf("load: remote turn %s: %d results for %d calls", id, n, len(calls))
+	}
 	if res != nil {
 		for i := range min(len(res.Results), len(calls)) {
 			acc.calls = append(acc.calls, callObs{tool: calls[i].Name, lat: lat, inTurn: true})

@@ -220,6 +220,9 @@ func Parse(data []byte) (*Scenario, error) {
 	if len(trimmed) == 0 {
 		return nil, &ScenarioError{[]FieldError{{"$", "an empty document (want a JSON or YAML scenario)"}}}
 	}
+	// asYAML: why a document starting with '{' that is not JSON is no YAML
+	// flow mapping either.
+	var asYAML error
 	if trimmed[0] != '{' { // not a JSON object: YAML, read into the JSON it stands for
 		j, err := yamlToJSON(data)
 		if err != nil {
@@ -229,13 +232,19 @@ func Parse(data []byte) (*Scenario, error) {
 	} else if !json.Valid(data) { // a YAML flow mapping ({name: x, ...}), or bad JSON: its error below
 		if j, err := yamlToJSON(data); err == nil {
 			data = j
+		} else {
+			asYAML = err
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return nil, &ScenarioError{[]FieldError{{"$", "not a JSON document: " + err.Error()}}}
+		msg := "not a JSON document: " + err.Error()
+		if asYAML != nil { // name both readings: which one the author meant is theirs to say
+			msg += "; read as YAML: " + asYAML.Error()
+		}
+		return nil, &ScenarioError{[]FieldError{{"$", msg}}}
 	}
 	if _, err := dec.Token(); err == nil {
 		return nil, &ScenarioError{[]FieldError{{"$", "more than one JSON value"}}}

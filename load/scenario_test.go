@@ -305,6 +305,11 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"name":"x","agents":{"count":1},"tools":[{"name":"a","mode":"parallel","latency":{"kind":"constant","value":"1ms"}}],"turns":{"perAgent":1,"callsPerTurn":{"min":1,"max":1}},"load":{"model":"open","rate":1}}`))
+	// YAML the attacks found gaps in: a flow mapping, tags on collections,
+	// floats where integers are wanted.
+	f.Add([]byte("{name: f, agents: {count: 1}, tools: [{name: t, mode: parallel, latency: {kind: constant}}], turns: {perAgent: 1, callsPerTurn: {min: 1, max: 1}}, load: {model: closed}}"))
+	f.Add([]byte("{name: &n f, agents: !!set {count}}"))
+	f.Add([]byte("name: t\nagents: !foo\n  count: 1.0\nturns: {perAgent: 1e1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := Parse(data)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -16,7 +17,9 @@ import (
 // so that Parse checks one form and names bad fields by the same JSON
 // paths. A YAML file is hostile input as a JSON one is: one document,
 // string keys, no anchors or aliases (an alias is a reference that can
-// multiply a small file into a huge tree), no tags but the core schema's,
+// multiply a small file into a huge tree), no tags but the core schema's
+// (a mapping only !!map, a sequence only !!seq: !!set, !!omap or a local
+// tag would be read as a plain collection),
 // nesting no deeper than the JSON bound; and a number is a JSON number
 // (no .inf or .nan). Problems name the line and column.
 func yamlToJSON(data []byte) ([]byte, error) {
@@ -72,6 +75,9 @@ func yamlValue(n *yaml.Node, depth int) (any, error) {
 	case yaml.AliasNode:
 		return nil, at("an alias (*%s): anchors and aliases are not allowed", n.Value)
 	case yaml.MappingNode:
+		if n.ShortTag() != "!!map" { // !!set, !!omap, a local tag: not the JSON object it looks like
+			return nil, at("the tag %s is not allowed", n.Tag)
+		}
 		obj := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -94,6 +100,9 @@ func yamlValue(n *yaml.Node, depth int) (any, error) {
 		}
 		return obj, nil
 	case yaml.SequenceNode:
+		if n.ShortTag() != "!!seq" {
+			return nil, at("the tag %s is not allowed", n.Tag)
+		}
 		arr := make([]any, 0, len(n.Content))
 		for _, e := range n.Content {
 			val, err := yamlValue(e, depth+1)
@@ -129,9 +138,25 @@ func yamlValue(n *yaml.Node, depth int) (any, error) {
 			if math.IsInf(f, 0) || math.IsNaN(f) {
 				return nil, at("%s is not a JSON number", n.Value)
 			}
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+			return json.Number(floatText(n.Value, f)), nil
 		}
 		return nil, at("the tag %s is not allowed", n.Tag)
 	}
 	return nil, at("unsupported YAML node")
+}
+
+// floatText is the JSON text of the YAML float written text (value f): the
+// text itself when it is a JSON number, else f formatted, still with a
+// point or an exponent, so that a float stays a float (JSON refuses 3.0
+// where an integer is wanted, and so must the YAML scenario's 3.0, +3. or
+// !!float 3).
+func floatText(text string, f float64) string {
+	if text != "" && (text[0] == '-' || text[0] >= '0' && text[0] <= '9') && strings.ContainsAny(text, ".eE") && json.Valid([]byte(text)) {
+		return text
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
 }

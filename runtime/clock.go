@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -27,9 +29,32 @@ type Clock interface {
 // Deadline (a deadline is wall time to the standard library) and is
 // cancelled when c reaches it: its Err is context.Canceled, not
 // context.DeadlineExceeded, and context.Cause says "toolscope: tool
-// timeout". The result is TOOL_TIMEOUT either way (R83).
+// timeout". The result is TOOL_TIMEOUT either way (R83). A c that holds a
+// nil pointer (a *simclock.Clock declared and never made) is refused with
+// ErrInvalidConfig: it is not the nil that means the wall clock.
 func WithClock(c Clock) Option {
-	return optionFunc(func(cfg *config) error { cfg.clock = c; return nil })
+	return optionFunc(func(cfg *config) error {
+		if err := nilClock("WithClock", c); err != nil {
+			return err
+		}
+		cfg.clock = c
+		return nil
+	})
+}
+
+// nilClock refuses a clock that is not nil but holds a nil pointer, map,
+// func or the like: every read of it would panic, inside some call.
+func nilClock(option string, c any) error {
+	if c == nil {
+		return nil
+	}
+	switch v := reflect.ValueOf(c); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		if v.IsNil() {
+			return fmt.Errorf("%w: %s(%T(nil)): a nil clock of a concrete type (for the wall clock pass nil itself)", ErrInvalidConfig, option, c)
+		}
+	}
+	return nil
 }
 
 // withTimeout derives the ctx of a declared timeout of d: on the wall

@@ -44,13 +44,16 @@ type TaskClock interface {
 // package load does.
 //
 // The last of WithClock and WithTaskClock given wins; nil keeps the wall
-// clock. A registry without a task clock pays a type check of its clock
+// clock, and a c holding a nil pointer is refused (ErrInvalidConfig). A registry without a task clock pays a type check of its clock
 // twice per dispatch handed to a worker and twice per turn.
 func WithTaskClock(c TaskClock) Option {
 	return optionFunc(func(cfg *config) error {
 		if c == nil {
 			cfg.clock = nil
 			return nil
+		}
+		if err := nilClock("WithTaskClock", c); err != nil {
+			return err
 		}
 		cfg.clock = &taskClocked{c}
 		return nil

@@ -147,12 +147,22 @@ func (t *Target) Scope(key string) *cluster.Scope {
 }
 
 // Close disposes the run's trees, 16 at once; the first failure is
-// returned, every tree is tried.
+// returned, every tree is tried. Each disposal is bounded by the client's
+// timeout (cluster.WithDefaultTimeout: the command's -call-timeout), as
+// every other request of the run is, and ends with ctx: a deadline of
+// ctx's own does not stretch it (with its members gone, a cluster would
+// otherwise hold each disposal for as long as ctx allows).
 func (t *Target) Close(ctx context.Context) error {
 	t.mu.Lock()
 	trees := t.trees
 	t.trees = nil
 	t.mu.Unlock()
+	// The client takes a request's deadline from its ctx when it has one,
+	// else its own timeout: give it ctx's cancellation without its deadline.
+	dctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	defer context.AfterFunc(ctx, stop)()
+	ctx = dctx
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex

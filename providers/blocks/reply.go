@@ -61,8 +61,8 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 		// At the bound: one byte more means too large; the end is fine.
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
-		if n == 0 && err != nil {
-			return 0, err
+		if n == 0 {
+			return 0, err // the end, an error, or (0, nil): nothing read, nothing over
 		}
 		b.limit.tripped.Store(true)
 		return 0, agent.ErrReplyTooLarge

@@ -143,7 +143,7 @@ func (p *probe) Close(ctx context.Context) error {
 // runs it (the injected failure). After the run the trees are disposed.
 func TestLoadCluster_RestrictionHoldsRemotely(t *testing.T) {
 	c := bounded(t, "starting a member", func() *conn {
-		c, err := startLocal(1, 2*time.Second)
+		c, err := startLocal(context.Background(), 1, 2*time.Second)
 		if err != nil {
 			t.Error(err)
 		}
@@ -197,7 +197,7 @@ func TestLoadCluster_RestrictionHoldsRemotely(t *testing.T) {
 // the scenario on it.
 func TestLoadCluster_JoinsRunningMembers(t *testing.T) {
 	c := bounded(t, "starting members", func() *conn {
-		c, err := startLocal(2, 2*time.Second)
+		c, err := startLocal(context.Background(), 2, 2*time.Second)
 		if err != nil {
 			t.Error(err)
 		}

@@ -96,6 +96,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "toolscope-load-cluster: -members starts members here, -peers joins running ones: give one of the two")
 		return 2
 	}
+	var peerHosts []string
+	if *peers != "" {
+		var err error
+		if peerHosts, err = peerList(*peers); err != nil {
+			fmt.Fprintln(stderr, "toolscope-load-cluster:", err)
+			return 2
+		}
+	}
 
 	var data []byte
 	var err error
@@ -124,9 +132,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	var c *conn
 	if *peers != "" {
-		c, err = join(*name, strings.Split(*peers, ","))
+		c, err = join(ctx, *name, peerHosts)
 	} else {
-		c, err = startLocal(*members, *lease)
+		c, err = startLocal(ctx, *members, *lease)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "toolscope-load-cluster:", err)

@@ -40,3 +40,24 @@ func TestFlags_RefusedBeforeAnythingStarts(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack_Peers_SpacesAfterCommas: "-peers 'h1:1, h2:2'" (a list as
+// people write it) split into " h2:2", which net.SplitHostPort accepts
+// (host " h2"), so the command never reached that member and waited out
+// joinWait. Each endpoint is now trimmed, and one that is empty or has a
+// space inside is refused before anything starts.
+func TestAttack_Peers_SpacesAfterCommas(t *testing.T) {
+	got, err := peerList("127.0.0.1:7001, 127.0.0.1:7002 ,\t127.0.0.1:7003")
+	if err != nil || strings.Join(got, "|") != "127.0.0.1:7001|127.0.0.1:7002|127.0.0.1:7003" {
+		t.Fatalf("peerList = %q, %v", got, err)
+	}
+	for _, bad := range []string{"127.0.0.1:7001,,127.0.0.1:7002", "127.0.0.1:7001,", "my host:7001", "127.0.0.1"} {
+		if _, err := peerList(bad); err == nil || !strings.Contains(err.Error(), "-peers") {
+			t.Errorf("peerList(%q): err %v, want one naming -peers", bad, err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-peers", "127.0.0.1:7001,,127.0.0.1:7002"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-peers") {
+		t.Fatalf("exit %d, stderr %q; want 2 before anything starts", code, stderr.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,8 +56,9 @@ var quiet = actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 
 // startClient starts a client-only member of cluster name whose members'
 // health endpoints are hosts, and waits until it sees want members (any
-// number ≥ 1 when want is 0).
-func (c *conn) startClient(name string, hosts []string, want int) error {
+// number ≥ 1 when want is 0), for joinWait at most, or until ctx ends
+// (Ctrl-C).
+func (c *conn) startClient(ctx context.Context, name string, hosts []string, want int) error {
 	sys := actor.NewActorSystem(quiet)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,19 +82,44 @@ func (c *conn) startClient(name string, hosts []string, want int) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("membership: the client sees %d members of cluster %q after %s (want %d)", n, name, joinWait, want)
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-ctx.Done(): // Ctrl-C while waiting for members
+			return fmt.Errorf("membership: interrupted while waiting for the members of cluster %q (the client sees %d, want %d): %w", name, n, max(want, 1), context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
+// peerList splits -peers into its host:port endpoints, each trimmed of
+// spaces ("h1:1, h2:2" is two endpoints); an empty one, or one that is not
+// a host:port or has a space inside, is refused, naming it.
+func peerList(s string) ([]string, error) {
+	var hosts []string
+	for i, h := range strings.Split(s, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			return nil, fmt.Errorf("-peers: endpoint %d of %q is empty", i+1, s)
+		}
+		if strings.ContainsAny(h, " \t") {
+			return nil, fmt.Errorf("-peers: %q has a space inside", h)
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			return nil, fmt.Errorf("-peers: %q is not a host:port: %v", h, err)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
+}
+
 // join joins a running cluster as a client-only member.
-func join(name string, hosts []string) (*conn, error) {
+func join(ctx context.Context, name string, hosts []string) (*conn, error) {
 	for _, h := range hosts {
 		if _, _, err := net.SplitHostPort(h); err != nil {
 			return nil, fmt.Errorf("-peers: %q is not a host:port: %v", h, err)
 		}
 	}
 	c := &conn{where: fmt.Sprintf("cluster %q (%d members given)", name, len(hosts))}
-	if err := c.startClient(name, hosts, 0); err != nil {
+	if err := c.startClient(ctx, name, hosts, 0); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -103,7 +130,7 @@ func join(name string, hosts []string) (*conn, error) {
 // startLocal starts n members in this process on an embedded NATS
 // JetStream store (in a temporary directory removed by close), each with
 // the load tool's catalog entry, and joins them as a client-only member.
-func startLocal(n int, lease time.Duration) (c *conn, err error) {
+func startLocal(ctx context.Context, n int, lease time.Duration) (c *conn, err error) {
 	c = &conn{where: fmt.Sprintf("cluster of %d in-process member(s), embedded NATS JetStream store", n)}
 	defer func() {
 		if err != nil {
@@ -157,7 +184,7 @@ func startLocal(n int, lease time.Duration) (c *conn, err error) {
 		}
 		members = append(members, stop)
 	}
-	if err := c.startClient(name, hosts, n); err != nil {
+	if err := c.startClient(ctx, name, hosts, n); err != nil {
 		return c, err
 	}
 	return c, nil
