@@ -360,8 +360,25 @@ func TestImport_Item10a_HandlersMayClose(t *testing.T) {
 		}))
 		close(ready)
 		fail.Store(true)
-		textTool(server, "b", "b") // tools/list_changed: a re-sync that fails
-		if err := recv(t, returned, "Close called from the sync error handler to return"); err == nil {
+		// tools/list_changed: a re-sync that fails. The go-sdk opens the
+		// client's notification stream (subscriptions/listen) in the
+		// background after connecting, and a change made before the server
+		// has it is not sent; so change the list again until one is heard.
+		var err error
+		got := false
+		for i := 0; !got; i++ {
+			textTool(server, fmt.Sprint("b", i), "b")
+			select {
+			case err = <-returned:
+				got = true
+			case <-time.After(100 * time.Millisecond):
+				if i == int(bound/(100*time.Millisecond)) {
+					dumpGoroutines(t)
+					t.Fatalf("timed out after %v waiting for Close called from the sync error handler to return", bound)
+				}
+			}
+		}
+		if err == nil {
 			t.Fatal("no error")
 		}
 		recv(t, im.Done(), "Done")
