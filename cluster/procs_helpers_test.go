@@ -238,6 +238,48 @@ func (pc *procCluster) signal(i int, sig syscall.Signal) {
 	if err := pc.procs[i].cmd.Process.Signal(sig); err != nil {
 		pc.t.Fatalf("signal %v to member %d: %v", sig, i, err)
 	}
+	if sig == syscall.SIGSTOP {
+		pc.awaitStopped(i)
+	}
+}
+
+// awaitStopped waits until every thread of member i is stopped: kill(2)
+// returns before a thread running on another core has taken the signal,
+// and a thread still running then could take a request sent "after the
+// pause" (a CI run saw the paused member claim such a call). Linux only
+// (/proc); elsewhere it returns at once.
+func (pc *procCluster) awaitStopped(i int) {
+	pc.t.Helper()
+	dir := fmt.Sprintf("/proc/%d/task", pc.procs[i].cmd.Process.Pid)
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	deadline := time.Now().Add(procWait)
+	for {
+		tasks, err := os.ReadDir(dir)
+		stopped := err == nil && len(tasks) > 0
+		for _, task := range tasks {
+			b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+			if err != nil {
+				stopped = false
+				break
+			}
+			// pid (comm) state ...: the state follows the last ')'.
+			st := string(b)
+			if k := strings.LastIndexByte(st, ')'); k < 0 || k+2 >= len(st) || (st[k+2] != 'T' && st[k+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			procHung(pc.t, fmt.Sprintf("member %d to stop", i))
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // awaitExit waits for member i to exit.

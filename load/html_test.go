@@ -129,15 +129,15 @@ func TestReportHTML_NumbersAreTheReports(t *testing.T) {
 			wantSeries[key] = append(wantSeries[key], xy{q.Ms, q.P})
 		}
 	}
-	// Throughput: the rate over each interval, an interval under half of
-	// the one before merged into it (the run's end is sampled at once).
+	// Throughput: the rate over each interval, a last interval under half
+	// of the one before merged into it (the run's end is sampled at once).
 	type span struct{ from, to Sample }
 	var spans []span
 	prev := Sample{}
 	wantSeries["queue"] = []xy{{0, 0}}
-	for _, s := range r.Timeline {
+	for i, s := range r.Timeline {
 		if dt := s.Seconds - prev.Seconds; dt > 0 {
-			if n := len(spans); n > 0 && dt < (spans[n-1].to.Seconds-spans[n-1].from.Seconds)/2 {
+			if n := len(spans); n > 0 && i == len(r.Timeline)-1 && dt < (spans[n-1].to.Seconds-spans[n-1].from.Seconds)/2 {
 				spans[n-1].to = s
 			} else {
 				spans = append(spans, span{prev, s})

@@ -255,9 +255,16 @@ func TestLoadCommand_CompareFlagsPlanted2xRegressionNotNoise(t *testing.T) {
 		t.Fatalf("2× regression: exit %d\n%s", code, stdout)
 	}
 	for _, line := range strings.Split(stdout, "\n") {
-		if (strings.HasPrefix(line, "turn p50") || strings.HasPrefix(line, "call p50") || strings.HasPrefix(line, "throughput")) &&
+		if (strings.HasPrefix(line, "turn p50") || strings.HasPrefix(line, "call p50")) &&
 			(!strings.Contains(line, "! worse") || !strings.Contains(line, "intervals")) {
 			t.Errorf("not marked by the interval test: %s\n%s", line, stdout)
+		}
+		// Throughput halves exactly, but whether the interval test calls
+		// that beyond noise depends on how much the base run's own
+		// per-interval throughput spread (on a loaded machine, 2× and more:
+		// p 0.02–0.06 was seen), so it must only never read as better.
+		if strings.HasPrefix(line, "throughput") && (!strings.Contains(line, "0.50×") || strings.Contains(line, "+ better")) {
+			t.Errorf("throughput not halved, or marked better: %s\n%s", line, stdout)
 		}
 	}
 	for _, b := range []string{a, scaled("noise.json", 1, 0.1)} {
