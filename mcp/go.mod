@@ -7,7 +7,10 @@ require (
 	github.com/toolscope/toolscope v0.1.0
 )
 
-require github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
+require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
 
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
