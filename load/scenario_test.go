@@ -1,10 +1,13 @@
 package load
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -331,4 +334,40 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the scenario:\n%+v\n%+v", sc, again)
 		}
 	})
+}
+
+// TestReadScenario_ExamplesAndBoundedFiles: what a command's -scenario
+// names — an embedded example, a file, a file over MaxScenarioBytes
+// (refused, never cut), an unknown example, a missing file.
+func TestReadScenario_ExamplesAndBoundedFiles(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "s.json")
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(small, []byte(`{"name":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), MaxScenarioBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Example("closed")
+	for _, c := range []struct {
+		arg, want, err string
+	}{
+		{"example:closed", string(want), ""},
+		{small, `{"name":"x"}`, ""},
+		{big, "", "more than 1048576 bytes"},
+		{"example:nope", "", `no example scenario "nope"`},
+		{filepath.Join(dir, "missing.json"), "", "no such file"},
+	} {
+		got, err := ReadScenario(c.arg)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one saying %q", c.arg, err, c.err)
+			}
+			continue
+		}
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: %d bytes, %v", c.arg, len(got), err)
+		}
+	}
 }

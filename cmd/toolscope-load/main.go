@@ -109,10 +109,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		opts.Replay, opts.Virtual = l, l.Header.Virtual
 		data = l.Header.Scenario
-	} else if name, ok := strings.CutPrefix(*scenario, "example:"); ok {
-		data, err = load.Example(name)
 	} else {
-		data, err = readBounded(*scenario, load.MaxScenarioBytes)
+		data, err = load.ReadScenario(*scenario)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "toolscope-load:", err)
@@ -202,23 +200,6 @@ func prefixed(names []string) []string {
 	return out
 }
 
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, limit)
-	}
-	return b, nil
-}
-
 // checkOutputs refuses, before anything runs, output files (flag name,
 // path; empty: none) that cannot be written, or two that name one file —
 // one another's, or the -replay log's (it would be overwritten) — so a
@@ -265,7 +246,7 @@ func checkOutputs(outs [][2]string, replay string) error {
 func compareFiles(pa, pb string, stdout, stderr io.Writer) int {
 	var reps [2]*load.Report
 	for i, p := range []string{pa, pb} {
-		b, err := readBounded(p, 64<<20)
+		b, err := load.ReadFileBounded(p, 64<<20)
 		if err == nil {
 			reps[i] = new(load.Report)
 			err = json.Unmarshal(b, reps[i])

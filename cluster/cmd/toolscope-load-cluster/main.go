@@ -105,13 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	var data []byte
-	var err error
-	if n, ok := strings.CutPrefix(*scenario, "example:"); ok {
-		data, err = load.Example(n)
-	} else {
-		data, err = readBounded(*scenario, load.MaxScenarioBytes)
-	}
+	data, err := load.ReadScenario(*scenario)
 	if err != nil {
 		fmt.Fprintln(stderr, "toolscope-load-cluster:", err)
 		return 2
@@ -209,21 +203,4 @@ func prefixed(names []string) []string {
 		out[i] = "example:" + n
 	}
 	return out
-}
-
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, limit)
-	}
-	return b, nil
 }

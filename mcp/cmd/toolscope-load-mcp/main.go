@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	data := demoScenario
 	if *scenario != "demo" {
-		b, err := readBounded(*scenario, load.MaxScenarioBytes)
+		b, err := load.ReadFileBounded(*scenario, load.MaxScenarioBytes)
 		if err != nil {
 			fmt.Fprintln(stderr, "toolscope-load-mcp:", err)
 			return 2
@@ -393,21 +393,4 @@ func checkOutputs(out, page string) error {
 		}
 	}
 	return nil
-}
-
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > limit {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, limit)
-	}
-	return b, nil
 }
